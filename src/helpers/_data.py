@@ -1,0 +1,13 @@
+"""Read the package's own CSV files, once each."""
+
+from functools import cache
+from importlib import resources
+
+import pandas as pd
+
+
+@cache
+def table(name: str) -> pd.DataFrame:
+    """The data file ``data/<name>.csv`` as a DataFrame (cached; callers must not mutate it)."""
+    with resources.files("helpers").joinpath(f"data/{name}.csv").open(encoding="utf-8") as f:
+        return pd.read_csv(f)

@@ -1,0 +1,117 @@
+"""The article's checkable claims, each with the figure this package computes for it.
+
+Quotes, translations, verdicts and sources live in ``data/claims.csv``; the ``check`` column
+names the function below that computes the figure the verdict rests on.
+"""
+
+import pandas as pd
+
+from . import _data, compute, gpus, memory, models
+from .units import GB, gb
+
+
+def _states_per_param(**kwargs) -> float:
+    """Bytes of weights + gradients + optimizer per parameter, from the memory model."""
+    b = memory.training(models.dense(1e9), **kwargs)
+    return (b.weights + b.gradients + b.optimizer) / 1e9
+
+
+def train_vs_infer() -> str:
+    m = models.get("llama-2-7b")
+    train = memory.training(m, seq_len=2048, recompute="full").total
+    infer = memory.inference(m, context_len=2048).total
+    qlora = memory.training(m, seq_len=2048, recompute="full", method="qlora").total
+    return (f"Mixed-precision AdamW keeps {_states_per_param():.0f} bytes per parameter against 2 for bf16 "
+            f"inference ({_states_per_param() / 2:.0f}x). Llama 2 7B at 2048 tokens: training {gb(train)}, "
+            f"inference {gb(infer)} ({train / infer:.1f}x); QLoRA training {gb(qlora)} ({qlora / infer:.1f}x).")
+
+
+def weights_175b() -> str:
+    b = memory.inference(175e9, weight_dtype="bf16")
+    return f"175e9 x 2 bytes = {gb(b.weights)} in fp16/bf16 ({b.weights / 2**30:,.0f} GiB); {gb(2 * b.weights)} in fp32."
+
+
+def gradients() -> str:
+    b = memory.training(175e9)
+    return (f"One gradient per parameter: {gb(b.gradients)} for 175B in bf16 (2 bytes each), "
+            f"twice that where gradients are kept in fp32.")
+
+
+def adam_states() -> str:
+    b = memory.training(175e9)
+    return (f"Two moments per parameter, in fp32: 8 bytes/parameter, 4x the bf16 weights; with the fp32 "
+            f"master copy mixed precision needs 12 bytes/parameter: {gb(b.optimizer)} for 175B, "
+            f"{b.optimizer / b.weights:.0f}x the weights.")
+
+
+def activations() -> str:
+    m = models.get("llama-2-7b")
+    base = memory.training(m, micro_batch_size=1, seq_len=2048).activations
+    batch = memory.training(m, micro_batch_size=8, seq_len=2048).activations
+    longer = memory.training(m, micro_batch_size=1, seq_len=4096).activations
+    return (f"Llama 2 7B without recompute: {gb(base)} at 1 x 2048 tokens, {gb(batch)} at batch 8 "
+            f"({batch / base:.1f}x), {gb(longer)} at 4096 tokens ({longer / base:.1f}x: attention scores grow with s^2).")
+
+
+def a6000_10b() -> str:
+    need = _states_per_param() * 10e9
+    a6000, a100 = gpus.get("RTX A6000"), gpus.get("A100 80GB")
+    return (f"Weights, gradients and AdamW states of 10B take {gb(need)} before activations: more than the "
+            f"A6000's {a6000.memory_gb_vendor:g} GB and the A100's {a100.memory_gb_vendor:g} GB. Either it fails at step 1 or "
+            f"something else (LoRA, 8-bit optimizer, offload) was used; a late OOM points to a long batch.")
+
+
+def fp16_halves() -> str:
+    m = models.get("llama-2-7b")
+    fp32 = memory.training(m, dtype="fp32", seq_len=2048)
+    mixed = memory.training(m, dtype="fp16", seq_len=2048)
+    states = lambda b: b.weights + b.gradients + b.optimizer  # noqa: E731
+    return (f"Llama 2 7B at 2048 tokens: fp32 {gb(fp32.total)}, fp16 mixed {gb(mixed.total)} "
+            f"({1 - mixed.total / fp32.total:.0%} less). Activations halve ({gb(fp32.activations)} -> "
+            f"{gb(mixed.activations)}) but model states stay at {states(mixed) / m.n_params:.0f} bytes/parameter "
+            f"because of the fp32 master copy.")
+
+
+def recompute_saving() -> str:
+    m = models.get("llama-2-7b")
+    kw = dict(micro_batch_size=4, seq_len=4096, zero_stage=3, dp=8)
+    none, full = memory.training(m, **kw), memory.training(m, recompute="full", **kw)
+    alone = memory.training(m, micro_batch_size=4, seq_len=4096)
+    alone_full = memory.training(m, micro_batch_size=4, seq_len=4096, recompute="full")
+    return (f"Full recompute removes {1 - full.activations / none.activations:.0%} of activation memory. "
+            f"Llama 2 7B, 4 x 4096 tokens, ZeRO-3 over 8 GPUs: {gb(none.total)} -> {gb(full.total)} per GPU "
+            f"({1 - full.total / none.total:.0%} saved); on one GPU without ZeRO: {gb(alone.total)} -> "
+            f"{gb(alone_full.total)} ({1 - alone_full.total / alone.total:.0%}).")
+
+
+def recompute_cost() -> str:
+    ratio = compute.training_flops(1e9, 1e9, recompute="full") / compute.training_flops(1e9, 1e9)
+    return f"Full recompute repeats the forward pass: {ratio:.3f}x the FLOPs (+{ratio - 1:.0%}); selective recompute costs a few percent."
+
+
+def a6000_20b() -> str:
+    m = models.dense(20e9)
+    a6000 = gpus.get("RTX A6000")
+    weights = memory.inference(m).weights
+    full = memory.training(m, recompute="full")
+    qlora = memory.training(m, recompute="full", method="qlora")
+    return (f"The A6000 has {a6000.memory_gb_vendor:g} GB, not 24 GB. 20B in bf16 is {gb(weights)} of weights "
+            f"alone; full training with recompute needs {gb(full.total)}, and checkpointing does not shrink "
+            f"model states. Only QLoRA (4-bit frozen base, trained adapters) with recompute comes under 24 GB: "
+            f"{gb(qlora.total)}, and that is adapter fine-tuning, not training the 20B model.")
+
+
+def table() -> pd.DataFrame:
+    """Every claim: id, section, quote_zh, claim_en, verdict, checked_value, source."""
+    claims = _data.table("claims")
+    checked = [globals()[name]() for name in claims["check"]]
+    return claims.drop(columns="check").assign(checked_value=checked)[
+        ["id", "section", "quote_zh", "claim_en", "verdict", "checked_value", "source"]]
+
+
+def get(claim_id: str) -> pd.Series:
+    """One claim by id, with its checked value."""
+    rows = table().set_index("id")
+    if claim_id not in rows.index:
+        raise ValueError(f"unknown claim {claim_id!r}; known: {', '.join(rows.index)}")
+    return rows.loc[claim_id]

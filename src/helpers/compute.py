@@ -1,0 +1,135 @@
+"""FLOPs, training time and inference speed, each predicted with a band.
+
+FLOP counts: 6 FLOP per parameter per token for a forward and backward pass (Kaplan et al.
+2020, arXiv:2001.08361, Sec. 2.1), plus attention scores and their weighting, 12*L*s*d per token
+(the s/(6h) term of Narayanan et al. 2021, arXiv:2104.04473, Eq. 3); full recompute adds one
+more forward (8 instead of 6). Times divide FLOPs by peak FLOP/s times an efficiency that,
+unless given, comes as a band calibrated on published runs (``data/efficiency.csv``).
+"""
+
+from functools import cache
+
+from . import _data, gpus
+from .estimate import Estimate
+from .gpus import GPU
+from .memory import RECOMPUTE, _check_choice, as_model, inference
+from .models import Model
+from .units import check_positive
+
+RECOMPUTE_FACTOR = {"none": 1.0, "selective": 1.0, "full": 4 / 3}
+
+
+def flops_per_token(model: "Model | str | float", *, seq_len: int | None = None, training: bool = True) -> float:
+    """Model FLOPs per token: 6N (training) or 2N (inference forward), N the active parameters;
+    with ``seq_len``, plus attention, 12*L*s*d (training) or 4*L*s*d (forward)."""
+    m = as_model(model)
+    per_param = 6 if training else 2
+    attention = 0.0 if seq_len is None else per_param * 2 * m.n_layers * seq_len * m.d_model
+    return per_param * m.n_active_params + attention
+
+
+def training_flops(model_or_n_params: "Model | str | float", tokens: float, *, recompute: str = "none",
+                   seq_len: int | None = None) -> float:
+    """FLOP to train on ``tokens`` tokens: 6ND (8ND with full recompute), plus attention when
+    ``seq_len`` is given. GPT-3 175B on 300B tokens: 3.14e23 (Brown et al. 2020, Table D.1)."""
+    check_positive("tokens", tokens)
+    _check_choice("recompute", recompute, RECOMPUTE)
+    if seq_len is not None:
+        check_positive("seq_len", seq_len, integer=True)
+    return flops_per_token(model_or_n_params, seq_len=seq_len) * tokens * RECOMPUTE_FACTOR[recompute]
+
+
+@cache
+def efficiency(quantity: str, architecture: str, dtype: str) -> Estimate:
+    """Default efficiency band for ``quantity`` ("mfu", "decode_bandwidth", "prefill_compute")
+    on a GPU architecture and dtype: the most specific row of ``data/efficiency.csv``."""
+    table = _data.table("efficiency")
+    rows = table[table["quantity"] == quantity]
+    if rows.empty:
+        raise ValueError(f"quantity={quantity!r} is not calibrated; choose one of {', '.join(table['quantity'].unique())}")
+    for arch, dt in ((architecture, dtype), (architecture, "*"), ("*", dtype), ("*", "*")):
+        match = rows[(rows["architecture"] == arch) & (rows["dtype"] == dt)]
+        if not match.empty:
+            row = match.iloc[0]
+            return Estimate(float(row["low"]), float(row["expected"]), float(row["high"]))
+    raise ValueError(f"no default {quantity} for {architecture}/{dtype}")
+
+
+def _band(value: "float | Estimate | None", default: Estimate, name: str) -> Estimate:
+    if value is None:
+        return default
+    if isinstance(value, Estimate):
+        return value
+    check_positive(name, value)
+    if value > 1:
+        raise ValueError(f"{name} is a fraction of peak, at most 1, got {value}")
+    return Estimate.exact(float(value))
+
+
+def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str", n_gpus: int, *,
+                  dtype: str = "bf16", mfu: "float | Estimate | None" = None, seq_len: int | None = None,
+                  recompute: str = "none") -> Estimate:
+    """Wall-clock seconds to train on ``tokens`` tokens with ``n_gpus`` GPUs.
+
+    time = FLOPs / (n_gpus * dense peak(dtype) * mfu). ``mfu=None`` uses the band calibrated on
+    published runs for the GPU's architecture; pass a number (e.g. a reported TFLOP/s divided by
+    the peak) for one value. With ``recompute="full"`` the FLOPs include the extra forward, as in
+    Megatron-LM's throughput figures.
+    """
+    g = gpus.get(gpu)
+    check_positive("n_gpus", n_gpus, integer=True)
+    work = training_flops(model, tokens, recompute=recompute, seq_len=seq_len)
+    rate = n_gpus * g.peak_flops(dtype)
+    return _band(mfu, efficiency("mfu", g.architecture, dtype), "mfu").map(lambda u: work / (rate * u))
+
+
+def _compute_dtype(gpu: GPU, dtype: str) -> str:
+    """The tensor-core dtype that runs a model stored as ``dtype``: weight-only formats (int4, nf4)
+    and formats the GPU lacks fall back to bf16, or fp16 where bf16 is missing."""
+    if gpu.supports(dtype) and dtype not in ("fp32", "tf32"):
+        return dtype
+    return "bf16" if gpu.supports("bf16") else "fp16"
+
+
+def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+                      context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> Estimate:
+    """Generated tokens per second, all sequences together, in steady decoding.
+
+    Each step reads the weights and the KV cache once (memory time, at the achieved fraction of
+    bandwidth) and does 2N + 4*L*s*d FLOPs per sequence (compute time, at the prefill fraction
+    of peak); the step takes the longer of the two (roofline, Williams et al. 2009). The model is
+    split over ``n_gpus`` by tensor parallelism; communication is not modelled.
+    """
+    g, m = gpus.get(gpu), as_model(model)
+    per_gpu = inference(m, weight_dtype=weight_dtype, kv_dtype=kv_dtype, batch_size=batch_size,
+                        context_len=context_len, tp=n_gpus)
+    read_bytes = per_gpu.weights + per_gpu.kv_cache
+    flops = batch_size * flops_per_token(m, seq_len=context_len, training=False) / n_gpus
+    peak = g.peak_flops(_compute_dtype(g, weight_dtype))
+    bandwidth = efficiency("decode_bandwidth", g.architecture, weight_dtype)
+    compute = efficiency("prefill_compute", g.architecture, weight_dtype)
+    step = Estimate(*(max(read_bytes / (g.memory_bandwidth * b), flops / (peak * c))
+                      for b, c in ((bandwidth.high, compute.high), (bandwidth.expected, compute.expected),
+                                   (bandwidth.low, compute.low))))
+    return step.map(lambda t: batch_size / t)
+
+
+def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, n_gpus: int = 1,
+                 batch_size: int = 1, dtype: str = "bf16") -> Estimate:
+    """Seconds to process a prompt (time to first token, without queueing).
+
+    FLOPs: 2N per token plus causal attention, 2*L*s^2*d per sequence; the weights must also be
+    read once. The longer of compute and memory time, at the calibrated efficiencies.
+    """
+    g, m = gpus.get(gpu), as_model(model)
+    check_positive("prompt_len", prompt_len, integer=True)
+    check_positive("batch_size", batch_size, integer=True)
+    check_positive("n_gpus", n_gpus, integer=True)
+    flops = batch_size * (2 * m.n_active_params * prompt_len + 2 * m.n_layers * prompt_len**2 * m.d_model) / n_gpus
+    weights = inference(m, weight_dtype=dtype, tp=n_gpus).weights
+    peak = g.peak_flops(_compute_dtype(g, dtype))
+    compute = efficiency("prefill_compute", g.architecture, dtype)
+    bandwidth = efficiency("decode_bandwidth", g.architecture, dtype)
+    return Estimate(*(max(flops / (peak * c), weights / (g.memory_bandwidth * b))
+                      for c, b in ((compute.high, bandwidth.high), (compute.expected, bandwidth.expected),
+                                   (compute.low, bandwidth.low))))

@@ -1,0 +1,35 @@
+"""A predicted quantity with its uncertainty band."""
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """low <= expected <= high, all in the same unit."""
+
+    low: float
+    expected: float
+    high: float
+
+    def __post_init__(self) -> None:
+        if not self.low <= self.expected <= self.high:
+            raise ValueError(f"Estimate needs low <= expected <= high, got {self.low}, {self.expected}, {self.high}")
+
+    @classmethod
+    def exact(cls, value: float) -> "Estimate":
+        """A band of zero width."""
+        return cls(value, value, value)
+
+    def map(self, f: Callable[[float], float]) -> "Estimate":
+        """Apply a monotone ``f`` to each end and the middle (a decreasing f swaps the ends)."""
+        low, high = sorted((f(self.low), f(self.high)))
+        return Estimate(low, f(self.expected), high)
+
+    def contains(self, value: float) -> bool:
+        return self.low <= value <= self.high
+
+    def __mul__(self, factor: float) -> "Estimate":
+        return self.map(lambda v: v * factor)
+
+    __rmul__ = __mul__

@@ -1,0 +1,133 @@
+"""GPU datasheet figures: memory, bandwidth, dense and sparse peak FLOP/s, power, links.
+
+Every row of ``data/gpus.csv`` names its source and the date it was checked. Tensor-core
+figures are stored dense; NVIDIA's headline figures with 2:4 structured sparsity are kept
+apart and never used for estimates.
+"""
+
+from dataclasses import dataclass
+from functools import cache
+
+import pandas as pd
+
+from . import _data, _lookup
+from .units import GB, GiB, TFLOPS
+
+#: dtypes with a peak rate in the catalog (int8 in TOPS, the rest in TFLOP/s).
+COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+
+
+def _rate_column(dtype: str, kind: str) -> str | None:
+    """CSV column of the ``kind`` ("dense" or "sparse") peak of ``dtype``; fp32 has no sparse rate."""
+    if dtype == "fp32":
+        return "fp32_tflops" if kind == "dense" else None
+    return f"{dtype}_{kind}_{'tops' if dtype == 'int8' else 'tflops'}"
+
+
+@dataclass(frozen=True)
+class GPU:
+    """One GPU variant. SI units: bytes, bytes/s, FLOP/s, watts."""
+
+    name: str
+    vendor: str
+    architecture: str
+    form_factor: str
+    launch_year: int
+    memory_gb_vendor: float
+    memory_bytes: float
+    memory_type: str
+    memory_bandwidth: float
+    dense_flops: tuple[tuple[str, float], ...]
+    sparse_flops: tuple[tuple[str, float], ...]
+    tdp_watts: float
+    nvlink: str
+    nvlink_bandwidth: float
+    pcie_gen: int
+    mig_instances: int
+    accumulate_note: str
+    source: str
+    verified_on: str
+
+    def peak_flops(self, dtype: str, *, sparse: bool = False) -> float:
+        """Peak FLOP/s (OP/s for int8) of the tensor cores for ``dtype``; dense unless ``sparse``.
+
+        fp32 is the non-tensor rate. Raises a ValueError naming the dtypes this GPU has.
+        """
+        rates = dict(self.sparse_flops if sparse else self.dense_flops)
+        if dtype not in rates:
+            kind = "sparse " if sparse else ""
+            have = ", ".join(rates) or "none"
+            raise ValueError(f"{self.name} has no {kind}{dtype!r} rate; it has: {have}")
+        return rates[dtype]
+
+    def supports(self, dtype: str) -> bool:
+        """Whether the GPU has a dense peak rate for ``dtype``."""
+        return dtype in dict(self.dense_flops)
+
+    @property
+    def memory_gb(self) -> float:
+        """Usable memory in decimal GB (the unit model sizes are quoted in)."""
+        return self.memory_bytes / GB
+
+
+def _text(value: object) -> str:
+    return "" if pd.isna(value) else str(value)
+
+
+def _from_row(row: pd.Series) -> GPU:
+    def rates(kind: str) -> tuple[tuple[str, float], ...]:
+        columns = ((d, _rate_column(d, kind)) for d in COMPUTE_DTYPES)
+        return tuple((d, float(row[c]) * TFLOPS) for d, c in columns if c and not pd.isna(row[c]))
+
+    return GPU(
+        name=row["name"],
+        vendor=row["vendor"],
+        architecture=row["architecture"],
+        form_factor=row["form_factor"],
+        launch_year=int(row["launch_year"]),
+        memory_gb_vendor=float(row["memory_gb_vendor"]),
+        memory_bytes=float(row["memory_gib"]) * GiB,
+        memory_type=row["memory_type"],
+        memory_bandwidth=float(row["memory_bandwidth_gbs"]) * GB,
+        dense_flops=rates("dense"),
+        sparse_flops=rates("sparse"),
+        tdp_watts=float(row["tdp_watts"]),
+        nvlink=_text(row["nvlink"]),
+        nvlink_bandwidth=float(row["nvlink_oneway_gbs"]) * GB,
+        pcie_gen=int(row["pcie_gen"]),
+        mig_instances=int(row["mig_instances"]),
+        accumulate_note=_text(row["accumulate_note"]),
+        source=row["source"],
+        verified_on=row["verified_on"],
+    )
+
+
+@cache
+def _gpus() -> dict[str, GPU]:
+    return {row["name"]: _from_row(row) for _, row in _data.table("gpus").iterrows()}
+
+
+@cache
+def _index() -> dict[str, str]:
+    index = {}
+    for _, row in _data.table("gpus").iterrows():
+        for alias in [row["name"], *str(row["aliases"]).split(";")]:
+            index.setdefault(_lookup.normalize(alias), row["name"])
+    return index
+
+
+def get(name: str) -> GPU:
+    """The GPU called ``name``: canonical ("A100-SXM4-80GB") or an alias ("A100 80GB", "4090")."""
+    if isinstance(name, GPU):
+        return name
+    return _gpus()[_lookup.resolve(name, _index(), "GPU")]
+
+
+def names() -> list[str]:
+    """Canonical names of every GPU in the catalog, in catalog order."""
+    return list(_gpus())
+
+
+def catalog() -> pd.DataFrame:
+    """The GPU catalog as stored (TFLOP/s, GB/s, W), one row per variant, with sources."""
+    return _data.table("gpus").drop(columns="aliases").copy()

@@ -1,0 +1,310 @@
+"""GPU memory of training and inference, per GPU, in bytes.
+
+Training: model states after Rajbhandari et al. 2019 (ZeRO, arXiv:1910.02054, Sec. 3.1 and 5):
+mixed precision keeps 16-bit weights and gradients (2 + 2 bytes/parameter) plus an fp32 master
+copy and Adam's two fp32 moments (K = 12 bytes/parameter); ZeRO stages 1/2/3 shard the
+optimizer states, then the gradients, then the weights over the data-parallel group.
+Activations after Korthikanti et al. 2022 (arXiv:2205.05198, Sec. 4, Eq. 1-6).
+Inference: weights by storage format plus the KV cache (Kwon et al. 2023, vLLM, arXiv:2309.06180).
+"""
+
+from dataclasses import asdict, dataclass
+from math import ceil
+
+import pandas as pd
+
+from . import gpus, models
+from .gpus import GPU
+from .models import Model
+from .units import DTYPES, MiB, check_dtype, check_positive, dtype_bytes
+
+COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
+TRAIN_DTYPES = ("fp32", "tf32", "fp16", "bf16")
+OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit", "adafactor")
+RECOMPUTE = ("none", "selective", "full")
+METHODS = ("full", "lora", "qlora")
+KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
+ZERO_STAGES = (0, 1, 2, 3)
+
+#: CUDA context and kernels, measured by Hugging Face before any tensor was allocated:
+#: "GPU memory occupied: 1343 MB" (MiB, from NVML), Transformers docs, "Model training anatomy",
+#: https://huggingface.co/docs/transformers/model_memory_anatomy
+RUNTIME_OVERHEAD = 1343 * MiB
+
+#: Tokens one prefill forward pass processes at a time when a server chunks long prompts
+#: (chunked prefill, Agrawal et al. 2024, Sarathi-Serve, arXiv:2403.02310). An assumption of
+#: this book; it only sets the size of the inference activation workspace.
+PREFILL_CHUNK_TOKENS = 2048
+
+
+@dataclass(frozen=True)
+class MemoryBreakdown:
+    """Bytes per GPU by component."""
+
+    weights: float = 0.0
+    gradients: float = 0.0
+    optimizer: float = 0.0
+    activations: float = 0.0
+    kv_cache: float = 0.0
+    overhead: float = 0.0
+
+    @property
+    def total(self) -> float:
+        return sum(asdict(self).values())
+
+    def as_dict(self) -> dict[str, float]:
+        """Components in :data:`COMPONENTS` order, bytes."""
+        return asdict(self)
+
+
+def as_model(model: "Model | str | float") -> Model:
+    """A Model from a preset name, a Model, or a parameter count (via :func:`models.dense`)."""
+    if isinstance(model, Model):
+        return model
+    if isinstance(model, str):
+        return models.get(model)
+    if isinstance(model, (int, float)) and not isinstance(model, bool):
+        return models.dense(model)
+    raise ValueError(f"model must be a preset name, a Model or a parameter count, got {model!r}")
+
+
+def _check_choice(name: str, value: object, allowed: tuple) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not supported; choose one of {', '.join(map(str, allowed))}")
+
+
+def _check_split(model: Model, tp: int, pp: int = 1, dp: int = 1) -> None:
+    for name, value in (("tp", tp), ("pp", pp), ("dp", dp)):
+        check_positive(name, value, integer=True)
+    if model.n_heads % tp:
+        raise ValueError(f"tp={tp} must divide the {model.n_heads} attention heads of {model.name}")
+    if pp > model.n_layers:
+        raise ValueError(f"pp={pp} exceeds the {model.n_layers} layers of {model.name}")
+
+
+# --- model states -------------------------------------------------------------------------
+
+def lora_shapes(model: Model, rank: int) -> list[tuple[int, int]]:
+    """Shapes of the LoRA adapter matrices (A: d_in x r, B: r x d_out) on every linear layer
+    of every transformer block, as QLoRA does (Dettmers et al. 2023, Sec. 4)."""
+    per_layer = [s for d_in, d_out in model.linear_shapes() for s in ((d_in, rank), (rank, d_out))]
+    return per_layer * model.n_layers
+
+
+def _full_shapes(model: Model) -> list[tuple[int, int]]:
+    embeddings = [(model.vocab_size, model.d_model)] * (1 if model.tied_embeddings else 2)
+    return model.linear_shapes() * model.n_layers + embeddings
+
+
+def _optimizer_state_bytes(shapes: list[tuple[int, int]], n: float, optimizer: str, state: float) -> float:
+    """Optimizer state bytes for ``n`` trainable parameters with ``state``-byte elements.
+
+    adam/adamw: two moments (Kingma & Ba 2015). sgd: one momentum buffer. adam8bit: two 8-bit
+    moments with one fp32 absmax per 2048-element block (Dettmers et al. 2022, arXiv:2110.02861).
+    adafactor: factored second moment, one row and one column vector per matrix, no first
+    moment (Shazeer & Stern 2018, arXiv:1804.04235).
+    """
+    if optimizer in ("adam", "adamw"):
+        return 2 * state * n
+    if optimizer == "sgd":
+        return state * n
+    if optimizer == "adam8bit":
+        return 2 * (1 + 4 / 2048) * n
+    return state * sum(r + c for r, c in shapes)
+
+
+def _model_states(model: Model, dtype: str, optimizer: str, master_weights: bool,
+                  method: str, lora_rank: int) -> tuple[float, float, float]:
+    """Unsharded (weights, gradients, optimizer) bytes for the whole model."""
+    low_precision = dtype in ("fp16", "bf16")
+    element = 2 if low_precision else 4
+    master = 4 if low_precision and master_weights else 0
+    state = 4 if (master or not low_precision) else 2
+    if method == "full":
+        shapes, trainable = _full_shapes(model), model.n_params
+        frozen = 0.0
+    else:
+        shapes = lora_shapes(model, lora_rank)
+        trainable = float(sum(r * c for r, c in shapes))
+        if method == "lora":
+            frozen = model.n_params * element
+        else:
+            frozen = quantized_weight_bytes(model, "nf4")
+    weights = frozen + trainable * element
+    gradients = trainable * element
+    optimizer_bytes = trainable * master + _optimizer_state_bytes(shapes, trainable, optimizer, state)
+    return weights, gradients, optimizer_bytes
+
+
+def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
+    """Bytes of all weights stored as ``weight_dtype``.
+
+    Formats below 16 bits quantize the linear layers only; token embeddings and the output
+    head stay 16-bit, as bitsandbytes, GPTQ and AWQ leave them by default.
+    """
+    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    size = dtype_bytes(weight_dtype)
+    if size >= 2:
+        return model.n_params * size
+    embeddings = min(model.embedding_params, model.n_params)
+    return (model.n_params - embeddings) * size + embeddings * 2
+
+
+# --- activations --------------------------------------------------------------------------
+
+def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
+                          tp: int = 1, dtype: str = "bf16") -> float:
+    """Activation bytes one transformer layer keeps for the backward pass.
+
+    Korthikanti et al. 2022, Eq. 1: s*b*h*(34 + 5*a*s/h) with 16-bit activations and 1-byte
+    dropout masks; written here per element size e as s*b*h*(16e + 2) + a*s^2*b*(2e + 1)
+    (e = 2 gives the paper's formula). Selective recompute drops the a*s^2*b term (Sec. 5),
+    full recompute keeps only the layer input, e*s*b*h (Sec. 4.3). With tp > 1 everything is
+    divided by tp (tensor plus sequence parallelism, Eq. 5).
+    """
+    _check_choice("recompute", recompute, RECOMPUTE)
+    s, b, h, a = seq_len, micro_batch_size, model.d_model, model.n_heads
+    e = 4 if dtype in ("fp32", "tf32") else 2
+    if recompute == "full":
+        per_layer = e * s * b * h
+    else:
+        per_layer = s * b * h * (16 * e + 2)
+        if recompute == "none":
+            per_layer += a * s * s * b * (2 * e + 1)
+    return per_layer / tp
+
+
+def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
+                tp: int = 1, dtype: str = "bf16") -> float:
+    """Activation bytes per GPU: all layers plus embeddings, final norm and fp32 logits.
+
+    With 1F1B pipeline parallelism the first stage holds pp micro-batches of L/pp layers,
+    i.e. L layers' worth whatever pp is (Korthikanti et al. 2022, Sec. 4.2.3). The
+    embedding/logit term is 4*s*b*h*(1 + v/h)/tp (their Eq. 6).
+    """
+    layers = model.n_layers * activations_per_layer(model, micro_batch_size, seq_len,
+                                                    recompute=recompute, tp=tp, dtype=dtype)
+    s, b, h, v = seq_len, micro_batch_size, model.d_model, model.vocab_size
+    return layers + 4 * s * b * h * (1 + v / h) / tp
+
+
+# --- public API ---------------------------------------------------------------------------
+
+def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: str = "adamw",
+             micro_batch_size: int = 1, seq_len: int = 2048, recompute: str = "none",
+             zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, method: str = "full",
+             master_weights: bool = True, lora_rank: int = 16) -> MemoryBreakdown:
+    """Peak training memory per GPU.
+
+    ``dtype`` is the compute dtype: fp16/bf16 mean mixed precision with fp32 master weights
+    unless ``master_weights=False`` (pure 16-bit training, 16-bit optimizer states).
+    ``method="lora"`` freezes the 16-bit base and trains rank-``lora_rank`` adapters;
+    ``"qlora"`` stores the frozen base in NF4. Model states are split over tp*pp and, by
+    ZeRO stage, over dp.
+    """
+    m = as_model(model)
+    check_dtype(dtype, TRAIN_DTYPES)
+    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    _check_choice("method", method, METHODS)
+    _check_choice("zero_stage", zero_stage, ZERO_STAGES)
+    check_positive("micro_batch_size", micro_batch_size, integer=True)
+    check_positive("seq_len", seq_len, integer=True)
+    check_positive("lora_rank", lora_rank, integer=True)
+    _check_split(m, tp, pp, dp)
+    weights, gradients, optimizer_bytes = _model_states(m, dtype, optimizer, master_weights, method, lora_rank)
+    split = tp * pp
+    return MemoryBreakdown(
+        weights=weights / split / (dp if zero_stage >= 3 else 1),
+        gradients=gradients / split / (dp if zero_stage >= 2 else 1),
+        optimizer=optimizer_bytes / split / (dp if zero_stage >= 1 else 1),
+        activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, dtype=dtype),
+        overhead=RUNTIME_OVERHEAD,
+    )
+
+
+def kv_cache_per_token(model: "Model | str | float", kv_dtype: str = "bf16") -> float:
+    """KV-cache bytes per token over all layers: 2 (K and V) * layers * kv_heads * head_dim * bytes.
+
+    Grouped-query attention (n_kv_heads < n_heads) shrinks it; OPT-13B in fp16 gives
+    800 KiB per token (Kwon et al. 2023, Sec. 3).
+    """
+    m = as_model(model)
+    check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
+    return 2 * m.n_layers * m.kv_dim * dtype_bytes(kv_dtype)
+
+
+def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+              batch_size: int = 1, context_len: int = 4096, tp: int = 1) -> MemoryBreakdown:
+    """Serving memory per GPU for ``batch_size`` sequences of ``context_len`` tokens.
+
+    Weights split over tp; KV heads split over tp too (replicated when tp exceeds them).
+    The activation workspace holds one layer's intermediates for a prefill chunk of up to
+    :data:`PREFILL_CHUNK_TOKENS` tokens (16-bit) plus one row of fp32 logits per sequence.
+    """
+    m = as_model(model)
+    check_positive("batch_size", batch_size, integer=True)
+    check_positive("context_len", context_len, integer=True)
+    _check_split(m, tp)
+    kv_share = ceil(m.n_kv_heads / tp) / m.n_kv_heads
+    tokens = min(batch_size * context_len, PREFILL_CHUNK_TOKENS)
+    workspace = tokens * (4 * m.d_model + 2 * m.d_ff) * 2 / tp + batch_size * m.vocab_size * 4
+    return MemoryBreakdown(
+        weights=quantized_weight_bytes(m, weight_dtype) / tp,
+        kv_cache=kv_cache_per_token(m, kv_dtype) * kv_share * batch_size * context_len,
+        activations=workspace,
+        overhead=RUNTIME_OVERHEAD,
+    )
+
+
+def fits(breakdown: MemoryBreakdown, gpu: GPU) -> bool:
+    """Whether ``breakdown`` fits in the memory of one ``gpu``."""
+    return breakdown.total <= gpu.memory_bytes
+
+
+def _largest(fits_at, limit: int) -> int:
+    """Largest n in [0, limit] with fits_at(n), for a monotone predicate (doubling, then bisection)."""
+    if not fits_at(1):
+        return 0
+    lo, hi = 1, 2
+    while hi <= limit and fits_at(hi):
+        lo, hi = hi, hi * 2
+    hi = min(hi, limit + 1)
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (mid, hi) if fits_at(mid) else (lo, mid)
+    return lo
+
+
+def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int = 4096, limit: int = 65536,
+                   **kwargs) -> int:
+    """Most sequences of ``context_len`` tokens that fit on ``gpu`` for inference (0 if none)."""
+    m = as_model(model)
+    return _largest(lambda b: fits(inference(m, batch_size=b, context_len=context_len, **kwargs), gpu), limit)
+
+
+def max_context_len(model: "Model | str | float", gpu: GPU, *, batch_size: int = 1, limit: int = 10_000_000,
+                    **kwargs) -> int:
+    """Longest context (tokens per sequence) that fits on ``gpu`` for inference (0 if none)."""
+    m = as_model(model)
+    return _largest(lambda s: fits(inference(m, batch_size=batch_size, context_len=s, **kwargs), gpu), limit)
+
+
+def fits_table(breakdown: MemoryBreakdown, gpu_names: list[str] | None = None) -> pd.DataFrame:
+    """Which GPUs of the catalog hold ``breakdown``: memory as the vendor states it, what is
+    needed, whether it fits and the headroom, all in decimal GB (usable = vendor GiB)."""
+    rows = []
+    for name in gpu_names or gpus.names():
+        g = gpus.get(name)
+        rows.append({"GPU": g.name, "memory (GB, vendor)": g.memory_gb_vendor,
+                     "usable (GB)": g.memory_bytes / 1e9, "needed (GB)": breakdown.total / 1e9,
+                     "fits": fits(breakdown, g), "headroom (GB)": (g.memory_bytes - breakdown.total) / 1e9})
+    return pd.DataFrame(rows)
+
+
+def longest_context_table(model: "Model | str | float", *, batch_size: int = 1, gpu_names: list[str] | None = None,
+                          **kwargs) -> pd.DataFrame:
+    """Longest context each GPU holds for ``batch_size`` sequences (0: the weights do not fit)."""
+    m = as_model(model)
+    rows = [{"GPU": name, "longest context (tokens)": max_context_len(m, gpus.get(name), batch_size=batch_size, **kwargs)}
+            for name in gpu_names or gpus.names()]
+    return pd.DataFrame(rows)

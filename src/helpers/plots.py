@@ -1,0 +1,72 @@
+"""Matplotlib figures of the package's results. Each function draws on the ``ax`` it is given
+and changes nothing global; :func:`use_book_style` is applied only when a notebook asks."""
+
+import matplotlib as mpl
+import pandas as pd
+from matplotlib.axes import Axes
+
+from .memory import COMPONENTS, MemoryBreakdown
+from .units import GB
+
+COLORS = {"weights": "#4C72B0", "gradients": "#DD8452", "optimizer": "#C44E52",
+          "activations": "#55A868", "kv_cache": "#8172B3", "overhead": "#937860"}
+LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
+          "activations": "activations", "kv_cache": "KV cache", "overhead": "CUDA context"}
+
+BOOK_STYLE = {"figure.dpi": 100, "savefig.dpi": 100, "font.size": 10, "axes.spines.top": False,
+              "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "figure.figsize": (8, 3.5),
+              "svg.hashsalt": "gpu-book", "axes.titlelocation": "left"}
+
+
+def use_book_style() -> None:
+    """Apply the book's matplotlib style (fonts, grid, fixed dpi)."""
+    mpl.rcParams.update(BOOK_STYLE)
+
+
+def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities: dict[str, float] | None = None,
+                title: str = "") -> Axes:
+    """Horizontal stacked bars, one per labelled breakdown, in decimal GB; dashed lines mark
+    ``capacities`` (label -> bytes), e.g. GPU memory sizes."""
+    labels = list(breakdowns)
+    left = [0.0] * len(labels)
+    for component in COMPONENTS:
+        widths = [breakdowns[k].as_dict()[component] / GB for k in labels]
+        if any(widths):
+            ax.barh(labels, widths, left=left, color=COLORS[component], label=LABELS[component])
+            left = [a + b for a, b in zip(left, widths)]
+    for text, size in (capacities or {}).items():
+        ax.axvline(size / GB, color="0.3", linestyle="--", linewidth=1)
+        ax.annotate(text, (size / GB, 1.0), xycoords=("data", "axes fraction"), rotation=90, ha="right",
+                    va="top", fontsize=8, color="0.3")
+    for y, total in enumerate(left):
+        ax.annotate(f" {total:,.1f} GB", (total, y), va="center", fontsize=9)
+    ax.set_xlabel("memory per GPU (GB, decimal)")
+    ax.set_xlim(0, max(left + [s / GB for s in (capacities or {}).values()]) * 1.18)
+    ax.invert_yaxis()
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.35 if len(labels) < 3 else -0.12), fontsize=8, ncols=6,
+              frameon=False)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None = None, title: str = "") -> Axes:
+    """Longest context per GPU (from ``memory.longest_context_table``); GPUs that cannot even
+    hold the weights are named in red; a dotted line marks the context the model was trained for."""
+    tokens = table["longest context (tokens)"]
+    ax.barh(table["GPU"], tokens, color="#4C72B0")
+    ax.set_xlabel("longest context that fits (thousand tokens per sequence)")
+    ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:,.0f}k")
+    for y, t in enumerate(tokens):
+        ax.annotate(" weights do not fit" if t == 0 else f" {t:,}", (t, y), va="center", fontsize=7,
+                    color="#C44E52" if t == 0 else "0.2")
+    if trained_context:
+        ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2)
+        ax.annotate(f" trained context {trained_context:,}", (trained_context, 1.0), xycoords=("data", "axes fraction"),
+                    va="bottom", fontsize=8, color="0.3")
+    ax.set_xlim(0, max(tokens.max(), trained_context or 0, 1) * 1.2)
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=8)
+    for label, t in zip(ax.get_yticklabels(), tokens):
+        label.set_color("#C44E52" if t == 0 else "black")
+    ax.set_title(title, fontsize=10)
+    return ax

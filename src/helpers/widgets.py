@@ -1,0 +1,174 @@
+"""Interactive panels: controls wired to one pure function and one plot.
+
+Each panel is an ipywidgets box with ``controls`` (by name), ``set(**values)`` (sets controls
+and redraws once, synchronously), ``result`` (the last computed result, None after bad input),
+``message`` (the text shown instead of the figure after bad input), ``figure`` and ``table``.
+"""
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as w
+import pandas as pd
+from IPython import get_ipython
+from IPython.display import HTML, display
+from matplotlib.figure import Figure
+
+from . import gpus, memory, models, plots
+from .units import DTYPES, GB
+
+CUSTOM = "custom"
+SEQ_LENS = tuple(2**k for k in range(8, 18))
+GPU_COUNTS = tuple(2**k for k in range(11))
+
+
+class Panel(w.VBox):
+    """Controls, a message line and an output area holding a figure and a table."""
+
+    def __init__(self, title: str, controls: dict[str, w.ValueWidget], compute: Callable[..., Any],
+                 draw: Callable[..., None], table: Callable[..., pd.DataFrame | None], *,
+                 figsize: tuple[float, float] = (8, 3.5)) -> None:
+        self.title, self.controls = title, controls
+        self._compute, self._draw, self._table = compute, draw, table
+        self.figure = Figure(figsize=figsize, layout="constrained")
+        self.result: Any = None
+        self.table: pd.DataFrame | None = None
+        self.message: str | None = None
+        self._holding = False
+        self._message = w.HTML()
+        self._output = w.Output()
+        for control in controls.values():
+            control.style = {"description_width": "initial"}
+            control.observe(self._changed, names="value")
+        grid = w.GridBox(list(controls.values()), layout=w.Layout(grid_template_columns="repeat(3, 1fr)"))
+        super().__init__([w.HTML(f"<b>{title}</b>"), grid, self._message, self._output])
+        self.refresh()
+
+    def __repr__(self) -> str:
+        return f"<{self.title}: panel with controls {', '.join(self.controls)}>"
+
+    def values(self) -> dict[str, Any]:
+        return {name: control.value for name, control in self.controls.items()}
+
+    def set(self, **values: Any) -> "Panel":
+        """Set controls by name, then recompute and redraw once."""
+        unknown = set(values) - set(self.controls)
+        if unknown:
+            raise ValueError(f"unknown control(s) {sorted(unknown)}; this panel has {list(self.controls)}")
+        self._holding = True
+        try:
+            for name, value in values.items():
+                self.controls[name].value = value
+        finally:
+            self._holding = False
+        self.refresh()
+        return self
+
+    def _changed(self, _change: dict) -> None:
+        if not self._holding:
+            self.refresh()
+
+    def refresh(self) -> None:
+        """Recompute from the controls; show the figure and table, or a short message."""
+        values = self.values()
+        try:
+            self.result = self._compute(**values)
+            self.table = self._table(self.result, **values)
+        except ValueError as error:
+            self.result, self.table, self.message = None, None, str(error)
+            self._message.value = f"<span style='color:#b00'>&#9888; {self.message}</span>"
+            self._output.clear_output()
+            return
+        self.message, self._message.value = None, ""
+        self.figure.clear()
+        self._draw(self.figure, self.result, self.table, **values)
+        if get_ipython() is None:  # driven from a script or test: nothing to display into
+            return
+        with self._output:
+            self._output.clear_output(wait=True)
+            display(self.figure)
+            if self.table is not None:
+                display(HTML(self.table.to_html(index=False, float_format=lambda v: f"{v:,.1f}")))
+
+
+def _model_controls(default: str) -> dict[str, w.ValueWidget]:
+    options = [(models.get(n).display_name, n) for n in models.names()] + [("custom size (slider)", CUSTOM)]
+    return {"model": w.Dropdown(options=options, value=default, description="model"),
+            "size_b": w.FloatLogSlider(value=7, base=10, min=-1, max=3, step=0.05,
+                                       description="custom size (B params)", readout_format=".3g")}
+
+
+def _model(model: str, size_b: float) -> models.Model:
+    return models.dense(size_b * 1e9) if model == CUSTOM else models.get(model)
+
+
+#: GPUs whose memory sizes mark the training bar: 24, 48, 80, 141 and 192 GB.
+REFERENCE_GPUS = ("RTX-4090-24GB", "L40S-48GB", "H100-SXM5-80GB", "H200-SXM-141GB", "MI300X-192GB")
+
+
+def _capacities() -> dict[str, float]:
+    """Label -> usable bytes of the reference GPUs."""
+    return {f"{g.name.rsplit('-', 1)[0]} {g.memory_gb_vendor:g} GB": g.memory_bytes
+            for g in map(gpus.get, REFERENCE_GPUS)}
+
+
+def training_memory(model: str = "llama-2-7b") -> Panel:
+    """Training memory per GPU by component, and which GPUs hold it."""
+    controls = _model_controls(model) | {
+        "method": w.Dropdown(options=memory.METHODS, value="full", description="method"),
+        "dtype": w.Dropdown(options=("bf16", "fp16", "fp32"), value="bf16", description="precision"),
+        "optimizer": w.Dropdown(options=memory.OPTIMIZERS, value="adamw", description="optimizer"),
+        "micro_batch_size": w.IntSlider(value=1, min=1, max=64, description="micro-batch"),
+        "seq_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="sequence length"),
+        "recompute": w.Dropdown(options=memory.RECOMPUTE, value="selective", description="recompute"),
+        "zero_stage": w.Dropdown(options=memory.ZERO_STAGES, value=0, description="ZeRO stage"),
+        "n_gpus": w.SelectionSlider(options=GPU_COUNTS, value=1, description="data-parallel GPUs"),
+    }
+
+    def compute(model, size_b, n_gpus, **kw):
+        return memory.training(_model(model, size_b), dp=n_gpus, **kw)
+
+    def draw(fig, result, table, model, size_b, **kw):
+        label = _model(model, size_b).display_name
+        plots.memory_bars(fig.subplots(), {label: result}, capacities=_capacities(),
+                          title=f"Training memory per GPU: {label}, {kw['method']}, {kw['dtype']}, {kw['optimizer']}, "
+                          f"{kw['micro_batch_size']} x {kw['seq_len']:,} tokens")
+
+    def table(result, **kw):
+        return memory.fits_table(result)[["GPU", "memory (GB, vendor)", "needed (GB)", "fits", "headroom (GB)"]]
+
+    return Panel("Training memory explorer", controls, compute, draw, table, figsize=(8, 2.8))
+
+
+def inference_memory(model: str = "llama-3-8b") -> Panel:
+    """Serving memory per GPU, and the longest context each GPU holds."""
+    controls = _model_controls(model) | {
+        "weight_dtype": w.Dropdown(options=tuple(d for d in DTYPES if d != "tf32"), value="bf16",
+                                   description="weights"),
+        "kv_dtype": w.Dropdown(options=memory.KV_DTYPES, value="bf16", description="KV cache"),
+        "batch_size": w.IntSlider(value=1, min=1, max=256, description="batch (sequences)"),
+        "context_len": w.SelectionSlider(options=SEQ_LENS + (262144,), value=4096, description="context (tokens)"),
+        "tp": w.Dropdown(options=(1, 2, 4, 8), value=1, description="tensor-parallel GPUs"),
+    }
+
+    def compute(model, size_b, **kw):
+        return memory.inference(_model(model, size_b), **kw)
+
+    def table(result, model, size_b, batch_size, context_len, **kw):
+        return memory.longest_context_table(_model(model, size_b), batch_size=batch_size, **kw)
+
+    def draw(fig, result, table, model, size_b, **kw):
+        top, bottom = fig.subplots(2, 1, height_ratios=(1, 4))
+        m = _model(model, size_b)
+        label = m.display_name
+        plots.memory_bars(top, {label: result}, title=f"Serving memory per GPU: {label}, {kw['batch_size']} x "
+                          f"{kw['context_len']:,} tokens, weights {kw['weight_dtype']}, KV {kw['kv_dtype']}, tp {kw['tp']}")
+        plots.context_bars(bottom, table, trained_context=m.context_len,
+                           title=f"Longest context per sequence at batch {kw['batch_size']}")
+
+    return Panel("Inference memory explorer", controls, compute, draw, table, figsize=(8, 7))
+
+
+def panels() -> dict[str, Callable[..., Panel]]:
+    """Every panel factory by name."""
+    return {"training_memory": training_memory, "inference_memory": inference_memory}
