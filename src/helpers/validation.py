@@ -1,0 +1,51 @@
+"""Published training runs (``data/training_runs.csv``) set against this package's estimates.
+
+Each run's published figure (GPU-hours, tokens/s per GPU, TFLOP/s per GPU or MFU) is turned
+into model-FLOP utilization with :func:`compute.flops_per_token`; the default band of
+:func:`compute.efficiency` should contain it. Predicted time scales as 1/MFU, so the error of the
+expected time is published MFU / expected MFU - 1.
+"""
+
+from dataclasses import replace
+
+import pandas as pd
+
+from . import _data, compute, gpus, models
+from .units import HOUR
+
+
+def run_model(row: pd.Series) -> models.Model:
+    """The preset named in the row, or a dense shape with the row's layers and width."""
+    if isinstance(row["model"], str):
+        return models.get(row["model"])
+    d = int(row["d_model"])
+    return replace(models.dense(float(row["n_params"]), name=row["run"]), n_layers=int(row["n_layers"]), d_model=d,
+                   n_heads=d // 128, n_kv_heads=d // 128, d_ff=4 * d)
+
+
+def published_mfu(row: pd.Series) -> float:
+    """Model-FLOP utilization implied by the row's published figure (first of GPU-hours,
+    tokens/s per GPU, TFLOP/s per GPU, MFU that the row has)."""
+    peak = gpus.get(row["gpu"]).peak_flops(row["dtype"])
+    per_token = compute.flops_per_token(run_model(row), seq_len=int(row["seq_len"]))
+    if not pd.isna(row["gpu_hours"]):
+        return per_token * row["tokens"] / (row["gpu_hours"] * HOUR) / peak
+    if not pd.isna(row["tokens_per_sec_per_gpu"]):
+        return per_token * row["tokens_per_sec_per_gpu"] / peak
+    if not pd.isna(row["tflops_per_gpu"]):
+        recompute = 3 / 4 if row["flops_basis"] == "full recompute" else 1.0
+        return row["tflops_per_gpu"] * 1e12 * recompute / peak
+    return float(row["mfu"])
+
+
+def training_runs() -> pd.DataFrame:
+    """Every published run with its implied MFU, the default band and the error of the expected time."""
+    rows = []
+    for _, row in _data.table("training_runs").iterrows():
+        band = compute.efficiency("mfu", gpus.get(row["gpu"]).architecture, row["dtype"])
+        mfu = published_mfu(row)
+        rows.append({"id": row["id"], "run": row["run"], "GPU": row["gpu"], "dtype": row["dtype"],
+                     "published MFU": mfu, "band low": band.low, "band expected": band.expected,
+                     "band high": band.high, "inside band": band.contains(round(mfu, 3)),
+                     "time error": mfu / band.expected - 1, "source": row["source"]})
+    return pd.DataFrame(rows)

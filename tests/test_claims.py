@@ -1,0 +1,49 @@
+import pytest
+
+from helpers import claims, compute, gpus, memory, models
+from helpers.units import GB
+
+TABLE = claims.table()
+
+
+def test_table_shape_and_content():
+    assert list(TABLE.columns) == ["id", "section", "quote_zh", "claim_en", "verdict", "checked_value", "source"]
+    assert TABLE["id"].is_unique
+    assert TABLE.notna().all().all()
+    assert (TABLE["checked_value"].str.len() > 40).all()
+    assert TABLE["quote_zh"].str.contains(r"[\u4e00-\u9fff]").all()
+
+
+def test_memory_claims_of_sections_2_2_and_4_2_are_covered():
+    ids = set(TABLE["id"])
+    assert {"train-vs-infer", "weights-175b", "gradients", "adam-2x", "a6000-10b", "recompute-saving",
+            "recompute-cost", "a6000-20b"} <= ids
+
+
+def test_verdicts_follow_the_numbers():
+    # 175B in 16 bit is 350 GB: correct
+    assert memory.inference(175e9).weights == pytest.approx(350 * GB)
+    # training vs inference: model states alone are 8x, outside "3-5x"
+    b = memory.training(1e9)
+    assert (b.weights + b.gradients + b.optimizer) / (2 * 1e9) > 5
+    # Adam: 12 bytes/parameter with master weights is 6x the bf16 weights, not 2x
+    assert memory.training(1e9).optimizer / memory.training(1e9).weights == pytest.approx(6)
+    # 10B with AdamW does not fit an 80 GB A100 even before activations
+    b10 = memory.training(10e9)
+    assert b10.weights + b10.gradients + b10.optimizer > gpus.get("A100 80GB").memory_bytes
+    # recompute costs 33 %, "30 %" is roughly right
+    assert compute.training_flops(1e9, 1, recompute="full") / compute.training_flops(1e9, 1) == pytest.approx(4 / 3)
+    # 20B weights alone exceed 24 GB; the A6000 has 48 GB
+    assert memory.inference(models.dense(20e9)).weights > 24 * GB
+    assert gpus.get("A6000").memory_gb_vendor == 48
+    # fp16 mixed precision does not halve training memory
+    m = models.get("llama-2-7b")
+    assert memory.training(m, dtype="fp16").total > 0.6 * memory.training(m, dtype="fp32").total
+
+
+def test_checked_values_quote_computed_figures():
+    row = claims.get("weights-175b")
+    assert "350 GB" in row["checked_value"] and "700 GB" in row["checked_value"]
+    assert "48 GB" in claims.get("a6000-20b")["checked_value"]
+    with pytest.raises(ValueError, match="unknown claim 'nope'"):
+        claims.get("nope")

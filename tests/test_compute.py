@@ -1,0 +1,117 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import compute, gpus, models, validation
+from helpers.estimate import Estimate
+from helpers.units import DAY, HOUR
+
+
+def test_gpt3_training_compute():
+    """Brown et al. 2020, Table D.1: 3.14e23 FLOP for 174.6B parameters on 300B tokens."""
+    assert compute.training_flops(174.6e9, 300e9) == pytest.approx(3.14e23, rel=0.01)
+
+
+def test_llama31_405b_training_compute():
+    """Llama Team 2024, Sec. 3.3: 3.8e25 FLOP for 405B on 15.6T tokens."""
+    assert compute.training_flops(models.get("llama-3.1-405b"), 15.6e12) == pytest.approx(3.8e25, rel=0.01)
+
+
+def test_full_recompute_is_8nd():
+    assert compute.training_flops(1e9, 1e9, recompute="full") == pytest.approx(8e18)
+    assert compute.training_flops(1e9, 1e9, recompute="selective") == pytest.approx(6e18)
+
+
+@pytest.mark.parametrize("n_params,tokens,n_gpus,tflops,days", [(175e9, 300e9, 1024, 140, 34), (1e12, 450e9, 3072, 163, 84)])
+def test_megatron_training_time_estimates(n_params, tokens, n_gpus, tflops, days):
+    """Narayanan et al. 2021, Sec. 5.1: end-to-end time = 8TP / (nX); GPT-3 in 34 days, 1T in 84 days."""
+    a100 = gpus.get("A100 80GB")
+    t = compute.training_time(n_params, tokens, a100, n_gpus, dtype="fp16", mfu=tflops * 1e12 / a100.peak_flops("fp16"),
+                              recompute="full")
+    assert t.low == t.expected == t.high
+    assert t.expected / DAY == pytest.approx(days, rel=0.02)
+
+
+def test_reported_throughput_reproduces_published_mfu():
+    """MosaicML, Megatron-Core, NeMo and TinyLlama publish throughput and MFU (or model TFLOP/s) side by side:
+    our FLOPs per token turn one into the other (within 10 %: NeMo's packed fine-tuning counts less attention)."""
+    from helpers import _data
+    runs = _data.table("training_runs")
+    errors = []
+    for _, row in runs.iterrows():
+        if row.notna()["tokens_per_sec_per_gpu"] and (row.notna()["mfu"] or row.notna()["tflops_per_gpu"]):
+            implied = validation.published_mfu(row)
+            published = row["mfu"] if row.notna()["mfu"] else row["tflops_per_gpu"] * 1e12 / gpus.get(row["gpu"]).peak_flops(row["dtype"])
+            assert implied == pytest.approx(published, rel=0.10), row["run"]
+            errors.append(abs(implied / published - 1))
+    assert len(errors) >= 20 and sorted(errors)[len(errors) // 2] < 0.01
+
+
+def test_llama31_405b_gpu_hours_from_reported_throughput():
+    """With Table 4's 400 TFLOP/s per GPU, 3.8e25 FLOP takes 26.4M GPU-hours; the model card reports 30.84M,
+    the difference being restarts and downtime (>90 % effective training time, Sec. 3.3.4) and later stages."""
+    h100 = gpus.get("H100")
+    t = compute.training_time("llama-3.1-405b", 15.6e12, h100, 16384, mfu=400e12 / h100.peak_flops("bf16"))
+    gpu_hours = t.expected * 16384 / HOUR
+    assert 0.8 < gpu_hours / 30.84e6 < 0.95
+
+
+def test_default_band_holds_most_published_runs():
+    runs = validation.training_runs()
+    inside = runs["inside band"].mean()
+    assert inside >= 0.9, runs[~runs["inside band"]]
+    assert runs["time error"].abs().median() <= 0.15
+
+
+def test_training_time_band_orders_and_scales():
+    t = compute.training_time("llama-2-7b", 1e12, "H100", 8)
+    assert t.low < t.expected < t.high
+    t16 = compute.training_time("llama-2-7b", 1e12, "H100", 16)
+    assert t16.expected == pytest.approx(t.expected / 2)
+    with pytest.raises(ValueError, match="no 'bf16' rate"):
+        compute.training_time("llama-2-7b", 1e12, "V100", 8)
+    with pytest.raises(ValueError, match="mfu is a fraction"):
+        compute.training_time("llama-2-7b", 1e12, "H100", 8, mfu=40)
+
+
+def test_decode_is_memory_bound_at_batch_1():
+    """Batch-1 decoding of Llama 2 7B in bf16 on an A100: at most bandwidth / weight bytes tokens/s."""
+    a100 = gpus.get("A100 80GB")
+    tps = compute.decode_throughput("llama-2-7b", a100, batch_size=1, context_len=1024)
+    bound = a100.memory_bandwidth / (models.get("llama-2-7b").n_params * 2)
+    assert tps.high < bound and tps.low > 0.4 * bound
+    # batch 64 reads the weights once per step but 64 KV caches: far from 64x, far above 1x
+    batched = compute.decode_throughput("llama-2-7b", a100, batch_size=64).expected / tps.expected
+    assert 10 < batched < 30
+
+
+def test_llama33_70b_fp8_decode_on_two_h100():
+    """NVIDIA NIM 1.8.0: Llama 3.3 70B FP8, TP2 on H100, 18.58 ms per token at concurrency 1 (5000-token prompt)."""
+    tps = compute.decode_throughput("llama-3-70b", "H100", n_gpus=2, context_len=5250, weight_dtype="fp8", kv_dtype="fp8")
+    assert tps.contains(1 / 18.58e-3)
+
+
+@pytest.mark.parametrize("model,gpu,n,prompt,dtype,ms", [
+    ("llama-7b", "A100 80GB", 1, 2048, "fp16", 133), ("llama-2-70b", "A100 80GB", 4, 2048, "fp16", 377),
+    ("llama-7b", "H100", 1, 2048, "fp8", 36), ("llama-2-70b", "H100", 4, 2048, "fp8", 109),
+    ("llama-3-70b", "H100", 2, 5000, "fp8", 406.77)])
+def test_prefill_band_holds_published_first_token_latency(model, gpu, n, prompt, dtype, ms):
+    """TensorRT-LLM v0.5 first-token latency (batch 1) and NVIDIA NIM 1.8.0 time to first token."""
+    assert compute.prefill_time(model, gpu, prompt, n_gpus=n, dtype=dtype).contains(ms / 1000)
+
+
+@settings(max_examples=100, deadline=None)
+@given(tokens=st.floats(1e6, 1e14), n_params=st.floats(1e8, 6e12), seq=st.integers(128, 131072))
+def test_flops_grow_with_tokens_params_and_recompute(tokens, n_params, seq):
+    base = compute.training_flops(n_params, tokens, seq_len=seq)
+    assert compute.training_flops(n_params, tokens * 2, seq_len=seq) == pytest.approx(2 * base)
+    assert compute.training_flops(n_params, tokens, seq_len=seq, recompute="full") > base
+    assert compute.training_flops(n_params * 1.5, tokens, seq_len=seq) > base
+
+
+def test_estimate_invariants():
+    with pytest.raises(ValueError, match="low <= expected <= high"):
+        Estimate(2, 1, 3)
+    e = Estimate(1, 2, 4).map(lambda v: 1 / v)
+    assert (e.low, e.expected, e.high) == (0.25, 0.5, 1.0)
+    assert (3 * Estimate(1, 2, 3)).high == 9

@@ -1,0 +1,99 @@
+import datetime
+
+import pandas as pd
+import pytest
+
+from helpers import gpus
+from helpers.units import GB, GiB, TFLOPS
+
+CATALOG = gpus.catalog()
+REQUIRED = ["V100-SXM2-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB", "H100-SXM5-80GB",
+            "H100-PCIe-80GB", "H100-NVL-94GB", "H200-SXM-141GB", "B200-HGX-192GB", "L40S-48GB", "L40-48GB",
+            "L4-24GB", "A10-24GB", "T4-16GB", "RTX-4090-24GB", "RTX-3090-24GB", "RTX-A6000-48GB",
+            "RTX-6000-Ada-48GB", "RTX-A4000-16GB", "MI300X-192GB"]
+PAIRS = [("tf32_dense_tflops", "tf32_sparse_tflops"), ("fp16_dense_tflops", "fp16_sparse_tflops"),
+         ("bf16_dense_tflops", "bf16_sparse_tflops"), ("fp8_dense_tflops", "fp8_sparse_tflops"),
+         ("int8_dense_tops", "int8_sparse_tops")]
+
+
+def test_catalog_has_every_required_variant():
+    assert set(REQUIRED) <= set(CATALOG["name"])
+    assert CATALOG["name"].is_unique
+
+
+@pytest.mark.parametrize("column", ["source", "verified_on"])
+def test_every_row_sourced_and_dated(column):
+    assert CATALOG[column].notna().all() and (CATALOG[column].str.len() >= 10).all()
+    if column == "verified_on":
+        dates = pd.to_datetime(CATALOG[column], format="%Y-%m-%d")
+        assert (dates <= pd.Timestamp(datetime.date.today())).all()
+
+
+@pytest.mark.parametrize("dense,sparse", PAIRS)
+def test_sparse_is_twice_dense(dense, sparse):
+    both = CATALOG[[dense, sparse]].dropna()
+    assert not both.empty
+    ratio = both[sparse] / both[dense]
+    assert ratio.between(1.98, 2.03).all(), both[~ratio.between(1.98, 2.03)]
+
+
+def test_figures_in_plausible_ranges():
+    assert CATALOG["memory_bandwidth_gbs"].between(250, 10_000).all()
+    assert CATALOG["memory_gib"].between(16, 200).all()
+    assert CATALOG["tdp_watts"].between(60, 1300).all()
+    assert CATALOG["fp32_tflops"].between(5, 200).all()
+    assert CATALOG["bf16_dense_tflops"].dropna().between(50, 3000).all()
+    assert CATALOG["launch_year"].between(2016, 2026).all()
+    # tensor cores beat the non-tensor fp32 rate wherever they exist
+    fp16 = CATALOG[["fp16_dense_tflops", "fp32_tflops"]].dropna()
+    assert (fp16["fp16_dense_tflops"] > fp16["fp32_tflops"]).all()
+
+
+def test_units_are_si():
+    h100 = gpus.get("H100")
+    assert h100.peak_flops("bf16") == pytest.approx(989.5 * TFLOPS)
+    assert h100.peak_flops("fp8") == pytest.approx(1979 * TFLOPS)
+    assert h100.peak_flops("fp8", sparse=True) == pytest.approx(3958 * TFLOPS)
+    assert h100.memory_bandwidth == pytest.approx(3.35e12)
+    assert h100.nvlink_bandwidth == pytest.approx(450 * GB)  # 900 GB/s is both directions
+    assert h100.memory_bytes == 80 * GiB
+
+
+def test_figures_the_article_gets_wrong_are_right_here():
+    l40s = gpus.get("L40S")
+    assert (l40s.memory_gb_vendor, l40s.tdp_watts) == (48, 350)
+    rtx4090 = gpus.get("4090")
+    assert rtx4090.supports("fp8") and rtx4090.peak_flops("bf16") >= 2 * rtx4090.peak_flops("fp32")
+    assert gpus.get("B200").memory_gb_vendor == 192
+    assert gpus.get("A6000").memory_gb_vendor == 48
+    a4000 = gpus.get("A4000")
+    assert (a4000.memory_gb_vendor, a4000.tdp_watts) == (16, 140)
+
+
+def test_volta_and_turing_lack_newer_formats():
+    for name in ("V100", "T4"):
+        g = gpus.get(name)
+        assert not g.supports("bf16") and not g.supports("tf32") and not g.supports("fp8")
+    with pytest.raises(ValueError, match="no 'tf32' rate.*fp16"):
+        gpus.get("V100").peak_flops("tf32")
+
+
+@pytest.mark.parametrize("alias,name", [("A100 80GB", "A100-SXM4-80GB"), ("a100-80gb", "A100-SXM4-80GB"),
+                                        ("H100", "H100-SXM5-80GB"), ("4090", "RTX-4090-24GB"),
+                                        ("nvidia h100 pcie", "H100-PCIe-80GB"), ("GeForce RTX 3090", "RTX-3090-24GB"),
+                                        ("A100-SXM4-80GB", "A100-SXM4-80GB"), ("mi300x", "MI300X-192GB")])
+def test_aliases(alias, name):
+    assert gpus.get(alias).name == name
+
+
+def test_unknown_gpu_lists_closest_names():
+    with pytest.raises(ValueError, match=r"unknown GPU 'H300'; closest known: .*H200"):
+        gpus.get("H300")
+    with pytest.raises(ValueError, match="must be a string"):
+        gpus.get(100)
+
+
+def test_catalog_is_a_copy():
+    copy = gpus.catalog()
+    copy.loc[0, "tdp_watts"] = 0
+    assert gpus.catalog().loc[0, "tdp_watts"] > 0

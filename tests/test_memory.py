@@ -1,0 +1,209 @@
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import gpus, memory, models
+from helpers.models import Model
+from helpers.units import GB, GiB, KiB, MiB
+
+# --- published formula results --------------------------------------------------------------
+
+
+@pytest.mark.parametrize("stage,published_gb", [(0, 120), (1, 31.4), (2, 16.6), (3, 1.9)])
+def test_zero_paper_figure_1(stage, published_gb):
+    """Rajbhandari et al. 2019, Fig. 1: 7.5B parameters, Adam (K = 12), 64 GPUs."""
+    b = memory.training(7.5e9, dtype="fp16", zero_stage=stage, dp=64)
+    assert (b.weights + b.gradients + b.optimizer) / GB == pytest.approx(published_gb, abs=0.05)
+
+
+def test_korthikanti_activations_per_layer_gpt3():
+    """Korthikanti et al. 2022, Eq. 1 for GPT-3 175B (a=96, h=12288, s=2048, b=1): sbh(34 + 5as/h)."""
+    gpt3 = models.get("gpt3-175b")
+    s, b, h, a = 2048, 1, 12288, 96
+    expected = s * b * h * (34 + 5 * a * s / h)
+    assert memory.activations_per_layer(gpt3, b, s) == pytest.approx(expected)
+    assert memory.activations_per_layer(gpt3, b, s, recompute="selective") == pytest.approx(34 * s * b * h)
+    assert memory.activations_per_layer(gpt3, b, s, recompute="full") == pytest.approx(2 * s * b * h)
+    assert memory.activations_per_layer(gpt3, b, s, tp=8) == pytest.approx(expected / 8)
+
+
+def test_opt13b_kv_cache():
+    """Kwon et al. 2023 (vLLM), Sec. 3: 800 KB per token, 1.6 GB per 2048-token request."""
+    per_token = memory.kv_cache_per_token("opt-13b", "fp16")
+    assert per_token == 800 * KiB
+    assert per_token * 2048 / 2**30 == pytest.approx(1.6, rel=0.03)
+
+
+def test_gqa_shrinks_kv_cache_by_head_ratio():
+    assert memory.kv_cache_per_token("llama-2-70b") * 8 == memory.kv_cache_per_token("llama-65b")
+
+
+def test_vllm_13b_weights_are_65_percent_of_a100_40gb():
+    """Kwon et al. 2023, Fig. 1: a 13B model's weights fill about 65 % of a 40 GB A100."""
+    weights = memory.inference("llama-13b").weights
+    assert weights / (gpus.get("A100 40GB").memory_gb_vendor * GB) == pytest.approx(0.65, abs=0.01)
+
+
+def test_bloom_bf16_weights():
+    """Hugging Face BLOOM inference blog: 'needs 352GB in bf16 weights (176*2)'."""
+    assert memory.inference("bloom-176b").weights / GB == pytest.approx(352, rel=0.005)
+
+
+BERT = Model(name="bert-base-cased", display_name="BERT base cased", n_params=108_310_272, n_active_params=108_310_272,
+             n_layers=12, d_model=768, n_heads=12, n_kv_heads=12, d_ff=3072, vocab_size=28996, context_len=512)
+
+
+@pytest.mark.parametrize("dtype,weights_mib,adam_total", [("fp32", 418.18, 1.61 * 1024), ("fp16", 206.59, 826.36)])
+def test_accelerate_estimate_memory_bert(dtype, weights_mib, adam_total):
+    """accelerate estimate-memory for bert-base-cased: weights and 'Training using Adam' (4x weights).
+
+    accelerate's training rule is weights + gradients + two Adam states in the same dtype, i.e. our
+    pure (master_weights=False) training; fp32 training is the same in both.
+    """
+    weights = memory.quantized_weight_bytes(BERT, dtype)
+    assert weights / MiB == pytest.approx(weights_mib, rel=0.02)
+    b = memory.training(BERT, dtype=dtype, master_weights=False)
+    assert (b.weights + b.gradients + b.optimizer) / MiB == pytest.approx(adam_total, rel=0.03)
+
+
+# --- measured "does it fit" facts (measurements_dev.csv) -------------------------------------
+
+
+def test_qlora_65b_fits_a_48gb_gpu():
+    """Dettmers et al. 2023: QLoRA fine-tunes LLaMA 65B on a single 48 GB GPU (r=64 on all layers)."""
+    b = memory.training("llama-65b", method="qlora", lora_rank=64, recompute="full", seq_len=512)
+    assert memory.fits(b, gpus.get("RTX A6000"))
+    assert not memory.fits(memory.training("llama-65b", method="lora", lora_rank=64, recompute="full", seq_len=512),
+                           gpus.get("RTX A6000"))
+
+
+def test_full_16bit_finetune_of_65b_needs_over_780gb():
+    """Dettmers et al. 2023: regular 16-bit fine-tuning of LLaMA 65B needs more than 780 GB."""
+    assert memory.training("llama-65b", recompute="full", seq_len=512).total > 780 * GB
+
+
+def test_nf4_65b_weights_under_the_reported_footprint():
+    """QLoRA Table 1 lists 41 GB for Guanaco 65B in 4 bit; the weights alone must be below that."""
+    assert 30 * GB < memory.quantized_weight_bytes(models.get("llama-65b"), "nf4") < 41 * GB
+
+
+# --- behaviour -------------------------------------------------------------------------------
+
+
+def test_mixed_precision_costs_16_bytes_per_parameter_and_pure_bf16_8():
+    mixed = memory.training(1e9)
+    pure = memory.training(1e9, master_weights=False)
+    assert (mixed.weights + mixed.gradients + mixed.optimizer) / 1e9 == pytest.approx(16)
+    assert (pure.weights + pure.gradients + pure.optimizer) / 1e9 == pytest.approx(8)
+    assert memory.training(1e9, optimizer="adam8bit").optimizer / 1e9 == pytest.approx(4 + 2, rel=0.01)
+    assert memory.training(1e9, optimizer="sgd").optimizer / 1e9 == pytest.approx(4 + 4)
+    assert memory.training(1e9, optimizer="adafactor").optimizer < memory.training(1e9, optimizer="sgd").optimizer
+
+
+def test_lora_trains_few_parameters():
+    m = models.get("llama-2-7b")
+    lora = memory.training(m, method="lora", lora_rank=16)
+    assert lora.gradients < 0.01 * memory.training(m).gradients
+    assert lora.weights == pytest.approx(m.n_params * 2, rel=0.02)
+    qlora = memory.training(m, method="qlora", lora_rank=16)
+    assert qlora.weights < 0.35 * lora.weights
+
+
+def test_tensor_parallel_splits_kv_heads_and_replicates_beyond_them():
+    one = memory.inference("llama-2-70b", tp=1)
+    eight = memory.inference("llama-2-70b", tp=8)
+    sixteen = memory.inference("llama-2-70b", tp=16)
+    assert eight.kv_cache == pytest.approx(one.kv_cache / 8)
+    assert sixteen.kv_cache == eight.kv_cache  # 8 KV heads cannot be split 16 ways
+    assert sixteen.weights == pytest.approx(one.weights / 16)
+
+
+def test_quantized_formats_keep_embeddings_16bit():
+    m = models.get("llama-3-8b")
+    int4 = memory.quantized_weight_bytes(m, "int4")
+    assert int4 == pytest.approx((m.n_params - m.embedding_params) * 4.25 / 8 + m.embedding_params * 2)
+
+
+def test_largest_batch_and_context():
+    h100 = gpus.get("H100")
+    b = memory.max_batch_size("llama-2-7b", h100, context_len=4096)
+    assert memory.fits(memory.inference("llama-2-7b", batch_size=b, context_len=4096), h100)
+    assert not memory.fits(memory.inference("llama-2-7b", batch_size=b + 1, context_len=4096), h100)
+    s = memory.max_context_len("llama-3-8b", h100)
+    assert memory.fits(memory.inference("llama-3-8b", context_len=s), h100)
+    assert not memory.fits(memory.inference("llama-3-8b", context_len=s + 1), h100)
+    assert memory.max_context_len("llama-2-70b", gpus.get("4090")) == 0
+
+
+def test_fits_table_flags_every_gpu():
+    table = memory.fits_table(memory.inference("llama-2-70b", weight_dtype="int4"))
+    assert len(table) == len(gpus.names())
+    fits = dict(zip(table["GPU"], table["fits"]))
+    assert fits["A100-SXM4-80GB"] and fits["RTX-A6000-48GB"] and not fits["RTX-4090-24GB"]
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"dtype": "fp8"}, "dtype='fp8'"), ({"optimizer": "lion"}, "optimizer='lion'"),
+    ({"recompute": "some"}, "recompute='some'"), ({"zero_stage": 4}, "zero_stage=4"),
+    ({"micro_batch_size": 0}, "micro_batch_size"), ({"seq_len": -5}, "seq_len"),
+    ({"tp": 3}, "tp=3 must divide the 32 attention heads"), ({"pp": 64}, "pp=64 exceeds the 32 layers"),
+    ({"dp": 1.5}, "dp must be a positive integer"), ({"method": "dora"}, "method='dora'"),
+])
+def test_training_rejects_bad_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        memory.training("llama-2-7b", **kwargs)
+
+
+def test_inference_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="weight_dtype='int3'"):
+        memory.inference("llama-2-7b", weight_dtype="int3")
+    with pytest.raises(ValueError, match="kv_dtype='nf4'"):
+        memory.inference("llama-2-7b", kv_dtype="nf4")
+    with pytest.raises(ValueError, match="model must be"):
+        memory.inference(None)
+
+
+# --- properties --------------------------------------------------------------------------------
+
+PRESETS = st.sampled_from(["gpt2-xl", "llama-2-7b", "llama-2-70b", "mixtral-8x7b", "falcon-40b"])
+TRAIN = dict(dtype=st.sampled_from(memory.TRAIN_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
+             method=st.sampled_from(memory.METHODS), recompute=st.sampled_from(memory.RECOMPUTE),
+             zero_stage=st.sampled_from(memory.ZERO_STAGES), dp=st.integers(1, 512),
+             micro_batch_size=st.integers(1, 32), seq_len=st.integers(1, 32768))
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=PRESETS, grow=st.integers(1, 8), **TRAIN)
+def test_training_memory_never_falls_as_batch_or_sequence_grows(model, grow, micro_batch_size, seq_len, **kw):
+    base = memory.training(model, micro_batch_size=micro_batch_size, seq_len=seq_len, **kw).total
+    assert memory.training(model, micro_batch_size=micro_batch_size * grow, seq_len=seq_len, **kw).total >= base
+    assert memory.training(model, micro_batch_size=micro_batch_size, seq_len=seq_len * grow, **kw).total >= base
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=PRESETS, **TRAIN)
+def test_recompute_zero_and_dp_never_raise_memory(model, recompute, zero_stage, dp, **kw):
+    totals = [memory.training(model, recompute=r, zero_stage=zero_stage, dp=dp, **kw).total for r in memory.RECOMPUTE]
+    assert totals == sorted(totals, reverse=True)
+    stages = [memory.training(model, recompute=recompute, zero_stage=z, dp=dp, **kw).total for z in memory.ZERO_STAGES]
+    assert stages == sorted(stages, reverse=True)
+    assert memory.training(model, recompute=recompute, zero_stage=zero_stage, dp=dp * 2, **kw).total <= \
+        memory.training(model, recompute=recompute, zero_stage=zero_stage, dp=dp, **kw).total
+
+
+@settings(max_examples=150, deadline=None)
+@given(model=PRESETS, weight_dtype=st.sampled_from([d for d in memory.DTYPES if d != "tf32"]),
+       kv_dtype=st.sampled_from(memory.KV_DTYPES), batch_size=st.integers(1, 256), context_len=st.integers(1, 200_000))
+def test_inference_memory_grows_with_batch_and_context(model, weight_dtype, kv_dtype, batch_size, context_len):
+    kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    base = memory.inference(model, batch_size=batch_size, context_len=context_len, **kw)
+    assert base.total > 0 and all(v >= 0 for v in base.as_dict().values())
+    assert memory.inference(model, batch_size=batch_size + 1, context_len=context_len, **kw).total >= base.total
+    assert memory.inference(model, batch_size=batch_size, context_len=context_len + 1, **kw).total >= base.total
+
+
+def test_breakdown_total_and_units():
+    b = memory.training("llama-2-7b")
+    assert b.total == pytest.approx(sum(b.as_dict().values()))
+    assert list(b.as_dict()) == list(memory.COMPONENTS)
+    assert memory.RUNTIME_OVERHEAD == 1343 * MiB < 2 * GiB

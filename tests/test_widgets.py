@@ -1,0 +1,82 @@
+import pytest
+
+from helpers import memory, models, widgets
+
+
+@pytest.fixture
+def training():
+    return widgets.training_memory()
+
+
+@pytest.fixture
+def inference():
+    return widgets.inference_memory()
+
+
+def bar_total(panel):
+    """Right end of the stacked bar, in GB, read back from the drawn figure."""
+    ax = panel.figure.axes[0]
+    return max(p.get_x() + p.get_width() for p in ax.patches)
+
+
+def test_panel_factories():
+    assert set(widgets.panels()) == {"training_memory", "inference_memory"}
+    for factory in widgets.panels().values():
+        panel = factory()
+        assert panel.result is not None and panel.message is None
+        assert panel.figure.axes and panel.table is not None
+        assert "panel with controls" in repr(panel)
+
+
+def test_training_default_matches_the_model_layer(training):
+    expected = memory.training("llama-2-7b", recompute="selective")
+    assert training.result == expected
+    assert bar_total(training) == pytest.approx(expected.total / 1e9)
+    assert training.table["fits"].tolist() == memory.fits_table(expected)["fits"].tolist()
+
+
+def test_training_set_redraws(training):
+    training.set(model="custom", size_b=70, zero_stage=3, n_gpus=64, recompute="full")
+    expected = memory.training(models.dense(70e9), zero_stage=3, dp=64, recompute="full")
+    assert training.result == expected
+    assert bar_total(training) == pytest.approx(expected.total / 1e9)
+    assert "Training memory per GPU: dense-70B" in training.figure.axes[0].get_title()
+
+
+def test_training_slider_clamps_to_sizes_the_model_accepts(training):
+    training.set(model="custom", size_b=0.01)  # the slider stops at 0.1B, the smallest dense() accepts
+    assert training.message is None and training.result == memory.training(models.dense(1e8), recompute="selective")
+
+
+def test_error_from_the_model_layer_is_shown_not_raised(training, monkeypatch):
+    def broken(*args, **kwargs):
+        raise ValueError("micro_batch_size must be a positive integer, got 0")
+    monkeypatch.setattr(widgets.memory, "training", broken)
+    training.set(micro_batch_size=2)
+    assert training.result is None and training.message.startswith("micro_batch_size")
+    assert "micro_batch_size" in training._message.value
+    monkeypatch.undo()
+    training.set(micro_batch_size=1)
+    assert training.message is None and training._message.value == "" and training.result is not None
+
+
+def test_set_rejects_unknown_controls(training):
+    with pytest.raises(ValueError, match="unknown control"):
+        training.set(gpu="H100")
+
+
+def test_inference_panel(inference):
+    inference.set(model="llama-2-70b", weight_dtype="int4", batch_size=4, context_len=8192, tp=2)
+    assert inference.result == memory.inference("llama-2-70b", weight_dtype="int4", batch_size=4, context_len=8192, tp=2)
+    longest = dict(zip(inference.table["GPU"], inference.table["longest context (tokens)"]))
+    assert longest["RTX-4090-24GB"] == memory.max_context_len("llama-2-70b", __import__("helpers").gpus.get("4090"),
+                                                              batch_size=4, weight_dtype="int4", tp=2)
+    inference.set(model="gpt2-xl")  # 25 heads cannot be split over 2 GPUs
+    assert inference.result is None and "tp=2 must divide the 25 attention heads" in inference.message
+    inference.set(tp=1)
+    assert inference.result is not None
+
+
+def test_controls_change_redraws_without_set(inference):
+    inference.controls["batch_size"].value = 32
+    assert inference.result.kv_cache == pytest.approx(memory.inference("llama-3-8b", batch_size=32).kv_cache)
