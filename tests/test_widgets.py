@@ -28,6 +28,13 @@ def test_panel_factories():
         assert "panel with controls" in repr(panel)
 
 
+def test_output_area_shows_figure_and_table_or_nothing(inference):
+    kinds = [set(o["data"]) for o in inference._output.outputs]
+    assert {"image/png", "text/plain"} in kinds and {"text/html"} in kinds
+    inference.set(model="gpt2-xl", tp=2)
+    assert inference._output.outputs == () and "must divide" in inference._message.value
+
+
 def test_training_default_matches_the_model_layer(training):
     expected = memory.training("llama-2-7b", recompute="selective")
     assert training.result == expected

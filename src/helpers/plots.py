@@ -60,9 +60,9 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
         ax.annotate(" weights do not fit" if t == 0 else f" {t:,}", (t, y), va="center", fontsize=7,
                     color="#C44E52" if t == 0 else "0.2")
     if trained_context:
-        ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2)
-        ax.annotate(f" trained context {trained_context:,}", (trained_context, 1.0), xycoords=("data", "axes fraction"),
-                    va="bottom", fontsize=8, color="0.3")
+        ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2,
+                   label=f"context the model was trained for ({trained_context:,})")
+        ax.legend(loc="lower right", fontsize=8)
     ax.set_xlim(0, max(tokens.max(), trained_context or 0, 1) * 1.2)
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)

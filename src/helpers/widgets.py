@@ -5,13 +5,13 @@ and redraws once, synchronously), ``result`` (the last computed result, None aft
 ``message`` (the text shown instead of the figure after bad input), ``figure`` and ``table``.
 """
 
+import base64
+import io
 from collections.abc import Callable
 from typing import Any
 
 import ipywidgets as w
 import pandas as pd
-from IPython import get_ipython
-from IPython.display import HTML, display
 from matplotlib.figure import Figure
 
 from . import gpus, memory, models, plots
@@ -77,18 +77,24 @@ class Panel(w.VBox):
         except ValueError as error:
             self.result, self.table, self.message = None, None, str(error)
             self._message.value = f"<span style='color:#b00'>&#9888; {self.message}</span>"
-            self._output.clear_output()
+            self._output.outputs = ()
             return
         self.message, self._message.value = None, ""
         self.figure.clear()
         self._draw(self.figure, self.result, self.table, **values)
-        if get_ipython() is None:  # driven from a script or test: nothing to display into
-            return
-        with self._output:
-            self._output.clear_output(wait=True)
-            display(self.figure)
-            if self.table is not None:
-                display(HTML(self.table.to_html(index=False, float_format=lambda v: f"{v:,.1f}")))
+        self._output.outputs = self._rendered()
+
+    def _rendered(self) -> tuple[dict, ...]:
+        """The figure (PNG) and table (HTML) as display outputs, set on the Output widget directly:
+        no display messages, so a kernel without a front end (nbval, tests) sees nothing extra."""
+        png = io.BytesIO()
+        self.figure.savefig(png, format="png")
+        outputs = [{"output_type": "display_data", "metadata": {},
+                    "data": {"image/png": base64.b64encode(png.getvalue()).decode(), "text/plain": self.title}}]
+        if self.table is not None:
+            html = self.table.to_html(index=False, float_format=lambda v: f"{v:,.1f}")
+            outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": html}})
+        return tuple(outputs)
 
 
 def _model_controls(default: str) -> dict[str, w.ValueWidget]:

@@ -1,0 +1,38 @@
+"""Small conveniences for the chapter notebooks: computed prose for ``{glue:md}`` and tables."""
+
+import hashlib
+
+import pandas as pd
+from IPython.display import HTML
+
+from . import claims
+
+CLAIM_FIELDS = ("quote_zh", "claim_en", "verdict", "checked_value")
+
+
+def glue_md(name: str, text: str) -> None:
+    """Make ``text`` (markdown) available to the page as ``{glue:md}`name```, without showing it here."""
+    from IPython.display import Markdown
+    from myst_nb import glue
+
+    glue(name, Markdown(text), display=False)
+
+
+def glue_claim(claim_id: str) -> None:
+    """Glue one article claim as ``<id>-quote_zh``, ``-claim_en``, ``-verdict`` and ``-checked_value``."""
+    row = claims.get(claim_id)
+    for field in CLAIM_FIELDS:
+        glue_md(f"{claim_id}-{field}", str(row[field]))
+
+
+def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "") -> HTML:
+    """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption) as
+    HTML whose ids derive from the content, so that re-executing a notebook changes nothing."""
+    uuid = hashlib.sha1((caption + frame.to_csv()).encode()).hexdigest()[:8]
+    yes_no = {c: (lambda v: "yes" if v else "no") for c in frame.columns if frame[c].dtype == bool}
+    styler = frame.style.set_uuid(uuid).hide(axis="index").format(yes_no | (formats or {}), na_rep="–")
+    if caption:
+        styler = styler.set_caption(caption)
+    styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},
+                                      {"selector": "th, td", "props": "padding: 0.2em 0.7em;"}])
+    return HTML(styler.to_html())
