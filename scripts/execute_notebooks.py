@@ -44,7 +44,7 @@ def main() -> int:
     os.environ.setdefault("PYTHONHASHSEED", "0")
     os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     stale = []
-    for path in args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb")):
+    for path in [p.resolve() for p in args.notebooks] or sorted((ROOT / "notebooks").glob("*.ipynb")):
         fresh = nbformat.writes(execute(path)) + "\n"
         if args.check:
             if fresh != path.read_text(encoding="utf-8"):

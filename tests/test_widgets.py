@@ -20,7 +20,7 @@ def bar_total(panel):
 
 
 def test_panel_factories():
-    assert set(widgets.panels()) == {"training_memory", "inference_memory"}
+    assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference"}
     for factory in widgets.panels().values():
         panel = factory()
         assert panel.result is not None and panel.message is None
@@ -87,3 +87,16 @@ def test_inference_panel(inference):
 def test_controls_change_redraws_without_set(inference):
     inference.controls["batch_size"].value = 32
     assert inference.result.kv_cache == pytest.approx(memory.inference("llama-3-8b", batch_size=32).kv_cache)
+
+
+def test_training_vs_inference_panel():
+    from helpers import compute, roofline
+    panel = widgets.training_vs_inference()
+    assert panel.result["training FLOP"] == compute.training_flops("llama-2-7b", 1e12, seq_len=2048)
+    assert panel.table["bound"].tolist()[:2] == ["compute", "compute"]
+    assert set(panel.table["bound"].tolist()[2:]) == {"memory"}
+    panel.set(gpu="V100-SXM2-32GB")
+    assert panel.result is None and "no 'bf16' rate" in panel.message
+    panel.set(dtype="fp16")
+    assert panel.result["ridge point (FLOP/byte)"] == roofline.ridge_point("V100", "fp16")
+    assert "V100-SXM2-32GB" in panel.figure.axes[0].get_legend().get_texts()[0].get_text()

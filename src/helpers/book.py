@@ -1,6 +1,7 @@
 """Small conveniences for the chapter notebooks: computed prose for ``{glue:md}`` and tables."""
 
 import hashlib
+import re
 
 import pandas as pd
 from IPython.display import HTML
@@ -22,7 +23,10 @@ def glue_claim(claim_id: str) -> None:
     """Glue one article claim as ``<id>-quote_zh``, ``-claim_en``, ``-verdict`` and ``-checked_value``."""
     row = claims.get(claim_id)
     for field in CLAIM_FIELDS:
-        glue_md(f"{claim_id}-{field}", str(row[field]))
+        text = str(row[field])
+        if field == "quote_zh" and not re.search(r"[\u4e00-\u9fff]", text):
+            text = f"`{text}`"  # the article's code, quoted as code
+        glue_md(f"{claim_id}-{field}", text)
 
 
 def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "") -> HTML:

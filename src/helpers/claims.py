@@ -1,13 +1,15 @@
 """The article's checkable claims, each with the figure this package computes for it.
 
 Quotes, translations, verdicts and sources live in ``data/claims.csv``; the ``check`` column
-names the function below that computes the figure the verdict rests on.
+names the function below that computes the figure the verdict rests on. Claims about code or
+APIs, which no number settles, carry their sourced check as text (``checked_text``).
 """
 
 import pandas as pd
 
 from . import _data, compute, gpus, memory, models
-from .units import GB, gb
+from .units import TFLOPS
+from .units import gb
 
 
 def _states_per_param(**kwargs) -> float:
@@ -101,11 +103,55 @@ def a6000_20b() -> str:
             f"{gb(qlora.total)}, and that is adapter fine-tuning, not training the 20B model.")
 
 
+def h100_fp8() -> str:
+    h100, a100 = gpus.get("H100"), gpus.get("A100 80GB")
+    runs = _data.table("training_runs").set_index("id")
+    bf16 = runs.loc["M084", "tokens_per_sec_per_gpu"] / runs.loc["M091", "tokens_per_sec_per_gpu"]
+    fp8 = runs.loc["M096", "tokens_per_sec_per_gpu"] / runs.loc["M091", "tokens_per_sec_per_gpu"]
+    return (f"Dense peaks: H100 SXM BF16 / A100 BF16 = {h100.peak_flops('bf16') / a100.peak_flops('bf16'):.2f}x; "
+            f"H100 FP8 / A100 BF16 = {h100.peak_flops('fp8') / a100.peak_flops('bf16'):.1f}x. Measured tokens/s per "
+            f"GPU for 7B models: MPT-7B BF16 on H100 / on A100 = {bf16:.2f}x (MosaicML); Llama 2 7B FP8 on H100 "
+            f"(NVIDIA NeMo) / MPT-7B BF16 on A100 = {fp8:.1f}x. 3.2x is the right order for FP8, but no GPT-2 "
+            f"measurement backs it, and it equals the BF16 peak ratio.")
+
+
+def a100_tf32() -> str:
+    v100, a100 = gpus.get("V100"), gpus.get("A100 80GB")
+    return (f"V100 has no TF32 ({', '.join(dict(v100.dense_flops))} only). A100 TF32 / V100 FP32 = "
+            f"{a100.peak_flops('tf32') / v100.peak_flops('fp32'):.1f}x; A100 TF32 / V100 FP16 tensor = "
+            f"{a100.peak_flops('tf32') / v100.peak_flops('fp16'):.2f}x; A100 FP16 / V100 FP16 = "
+            f"{a100.peak_flops('fp16') / v100.peak_flops('fp16'):.1f}x. 1.8x matches none without a stated baseline.")
+
+
+def rtx4090_tensor() -> str:
+    g = gpus.get("4090")
+    return (f"The RTX 4090 has fourth-generation Tensor Cores: {g.peak_flops('bf16') / TFLOPS:.1f} TFLOP/s dense "
+            f"BF16 and {g.peak_flops('fp8') / TFLOPS:.1f} FP8 (FP32 accumulate), against "
+            f"{g.peak_flops('fp32') / TFLOPS:.1f} FP32. Its limits are elsewhere: {g.memory_gb_vendor:g} GB, no NVLink, "
+            f"half-rate FP32 accumulation on GeForce.")
+
+
+def rtx4090_speed() -> str:
+    g, a = gpus.get("4090"), gpus.get("A100 80GB")
+    return (f"RTX 4090 / A100 80GB: dense BF16 {g.peak_flops('bf16') / a.peak_flops('bf16'):.2f}, memory bandwidth "
+            f"{g.memory_bandwidth / a.memory_bandwidth:.2f}, memory {g.memory_gb_vendor / a.memory_gb_vendor:.2f}. "
+            f"30 % is plausible only when the 24 GB forces offloading or tiny batches.")
+
+
+def key_precisions() -> str:
+    counts = _data.table("training_runs")["dtype"].value_counts()
+    listed = ", ".join(f"{n} {d}" for d, n in counts.items())
+    return (f"Published large-model runs in this book's validation data: {listed}; none in TF32. BF16 (same range "
+            f"as FP32, no loss scaling) is the default on A100/H100, FP8 on H100 and later; FP16 appears in runs of "
+            f"2021 and earlier (GPT-3, Megatron-LM).")
+
+
 def table() -> pd.DataFrame:
     """Every claim: id, section, quote_zh, claim_en, verdict, checked_value, source."""
     claims = _data.table("claims")
-    checked = [globals()[name]() for name in claims["check"]]
-    return claims.drop(columns="check").assign(checked_value=checked)[
+    checked = [globals()[name]() if isinstance(name, str) else text
+               for name, text in zip(claims["check"], claims["checked_text"])]
+    return claims.drop(columns=["check", "checked_text"]).assign(checked_value=checked)[
         ["id", "section", "quote_zh", "claim_en", "verdict", "checked_value", "source"]]
 
 

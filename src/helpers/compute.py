@@ -83,12 +83,23 @@ def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str",
     return _band(mfu, efficiency("mfu", g.architecture, dtype), "mfu").map(lambda u: work / (rate * u))
 
 
-def _compute_dtype(gpu: GPU, dtype: str) -> str:
+def compute_dtype(gpu: GPU, dtype: str) -> str:
     """The tensor-core dtype that runs a model stored as ``dtype``: weight-only formats (int4, nf4)
     and formats the GPU lacks fall back to bf16, or fp16 where bf16 is missing."""
     if gpu.supports(dtype) and dtype not in ("fp32", "tf32"):
         return dtype
     return "bf16" if gpu.supports("bf16") else "fp16"
+
+
+def decode_step(model: "Model | str | float", *, batch_size: int = 1, context_len: int = 1024,
+                weight_dtype: str = "bf16", kv_dtype: str = "bf16", n_gpus: int = 1) -> tuple[float, float]:
+    """(FLOPs, bytes read) per GPU for one decoding step of ``batch_size`` sequences: every step
+    reads all weights and each sequence's KV cache, and does 2N + 4*L*s*d FLOPs per sequence."""
+    m = as_model(model)
+    per_gpu = inference(m, weight_dtype=weight_dtype, kv_dtype=kv_dtype, batch_size=batch_size,
+                        context_len=context_len, tp=n_gpus)
+    flops = batch_size * flops_per_token(m, seq_len=context_len, training=False) / n_gpus
+    return flops, per_gpu.weights + per_gpu.kv_cache
 
 
 def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
@@ -100,12 +111,10 @@ def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus:
     of peak); the step takes the longer of the two (roofline, Williams et al. 2009). The model is
     split over ``n_gpus`` by tensor parallelism; communication is not modelled.
     """
-    g, m = gpus.get(gpu), as_model(model)
-    per_gpu = inference(m, weight_dtype=weight_dtype, kv_dtype=kv_dtype, batch_size=batch_size,
-                        context_len=context_len, tp=n_gpus)
-    read_bytes = per_gpu.weights + per_gpu.kv_cache
-    flops = batch_size * flops_per_token(m, seq_len=context_len, training=False) / n_gpus
-    peak = g.peak_flops(_compute_dtype(g, weight_dtype))
+    g = gpus.get(gpu)
+    flops, read_bytes = decode_step(model, batch_size=batch_size, context_len=context_len,
+                                    weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_gpus=n_gpus)
+    peak = g.peak_flops(compute_dtype(g, weight_dtype))
     bandwidth = efficiency("decode_bandwidth", g.architecture, weight_dtype)
     compute = efficiency("prefill_compute", g.architecture, weight_dtype)
     step = Estimate(*(max(read_bytes / (g.memory_bandwidth * b), flops / (peak * c))
@@ -127,7 +136,7 @@ def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int
     check_positive("n_gpus", n_gpus, integer=True)
     flops = batch_size * (2 * m.n_active_params * prompt_len + 2 * m.n_layers * prompt_len**2 * m.d_model) / n_gpus
     weights = inference(m, weight_dtype=dtype, tp=n_gpus).weights
-    peak = g.peak_flops(_compute_dtype(g, dtype))
+    peak = g.peak_flops(compute_dtype(g, dtype))
     compute = efficiency("prefill_compute", g.architecture, dtype)
     bandwidth = efficiency("decode_bandwidth", g.architecture, dtype)
     return Estimate(*(max(flops / (peak * c), weights / (g.memory_bandwidth * b))

@@ -5,8 +5,9 @@ import matplotlib as mpl
 import pandas as pd
 from matplotlib.axes import Axes
 
+from .gpus import GPU
 from .memory import COMPONENTS, MemoryBreakdown
-from .units import GB
+from .units import GB, TFLOPS
 
 COLORS = {"weights": "#4C72B0", "gradients": "#DD8452", "optimizer": "#C44E52",
           "activations": "#55A868", "kv_cache": "#8172B3", "overhead": "#937860"}
@@ -68,5 +69,30 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
     ax.tick_params(axis="y", labelsize=8)
     for label, t in zip(ax.get_yticklabels(), tokens):
         label.set_color("#C44E52" if t == 0 else "black")
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def roofline(ax: Axes, gpus: list[GPU], dtype: str, points: dict[str, float] | None = None, *,
+             title: str = "") -> Axes:
+    """Log-log roofline of each GPU for ``dtype`` (attainable TFLOP/s against FLOP/byte), ridge
+    points marked; ``points`` (label -> intensity) are placed on the first GPU's roof."""
+    lo, hi = 0.5, 2e4
+    xs = [lo * (hi / lo) ** (i / 200) for i in range(201)]
+    for i, g in enumerate(gpus):
+        peak, bw = g.peak_flops(dtype), g.memory_bandwidth
+        line, = ax.plot(xs, [min(peak, x * bw) / TFLOPS for x in xs], linewidth=2.2 if i == 0 else 1.2,
+                        label=f"{g.name} ({dtype}: {peak / TFLOPS:,.0f} TFLOP/s, {bw / 1e12:.2f} TB/s)")
+        ax.plot([peak / bw], [peak / TFLOPS], marker="|", markersize=12, color=line.get_color())
+    if points and gpus:
+        g = gpus[0]
+        peak, bw = g.peak_flops(dtype), g.memory_bandwidth
+        for j, (label, x) in enumerate(points.items()):
+            y = min(peak, x * bw) / TFLOPS
+            ax.scatter([x], [y], zorder=3, color=f"C{(j + len(gpus)) % 10}", edgecolor="black", s=40,
+                       label=f"{label}: {x:,.0f} FLOP/B, {'memory' if x * bw < peak else 'compute'}-bound")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), xlabel="arithmetic intensity (FLOP per byte of memory traffic)",
+           ylabel="attainable TFLOP/s (dense)")
+    ax.legend(fontsize=7, loc="lower right")
     ax.set_title(title, fontsize=10)
     return ax

@@ -14,7 +14,7 @@ import ipywidgets as w
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import gpus, memory, models, plots
+from . import compute, gpus, memory, models, plots, roofline
 from .units import DTYPES, GB
 
 CUSTOM = "custom"
@@ -175,6 +175,37 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
     return Panel("Inference memory explorer", controls, compute, draw, table, figsize=(8, 7))
 
 
+def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
+    """Training and inference FLOPs of a model, and its workloads on the GPU's roofline."""
+    controls = _model_controls(model) | {
+        "tokens_b": w.FloatLogSlider(value=1000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
+                                     readout_format=",.0f"),
+        "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
+        "dtype": w.Dropdown(options=("bf16", "fp16", "fp8", "tf32", "fp32"), value="bf16", description="precision"),
+        "seq_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="sequence length"),
+    }
+
+    def result(model, size_b, tokens_b, gpu, dtype, seq_len):
+        m = _model(model, size_b)
+        return {"training FLOP": compute.training_flops(m, tokens_b * 1e9, seq_len=seq_len),
+                "inference FLOP per token": compute.flops_per_token(m, seq_len=seq_len, training=False),
+                "ridge point (FLOP/byte)": roofline.ridge_point(gpu, dtype)}
+
+    def table(result, model, size_b, gpu, dtype, seq_len, **kw):
+        return roofline.table(_model(model, size_b), gpu, dtype, seq_len=seq_len)
+
+    def draw(fig, result, table, model, size_b, tokens_b, gpu, dtype, seq_len):
+        reference = "H100-SXM5-80GB" if gpu == "A100-SXM4-80GB" else "A100-SXM4-80GB"
+        shown = [gpus.get(gpu)] + [g for g in (gpus.get(reference),) if g.supports(dtype)]
+        label = _model(model, size_b).display_name
+        plots.roofline(fig.subplots(), shown, dtype, dict(zip(table["workload"], table["FLOP/byte"])),
+                       title=f"{label}: training on {tokens_b:,.0f}B tokens = {result['training FLOP']:.2e} FLOP; "
+                             f"{result['inference FLOP per token']:.2e} FLOP per generated token")
+
+    return Panel("Training vs inference: FLOPs and the roofline", controls, result, draw, table, figsize=(8, 4.5))
+
+
 def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
-    return {"training_memory": training_memory, "inference_memory": inference_memory}
+    return {"training_memory": training_memory, "inference_memory": inference_memory,
+            "training_vs_inference": training_vs_inference}
