@@ -27,7 +27,7 @@ def test_megatron_training_time_estimates(n_params, tokens, n_gpus, tflops, days
     """Narayanan et al. 2021, Sec. 5.1: end-to-end time = 8TP / (nX); GPT-3 in 34 days, 1T in 84 days."""
     a100 = gpus.get("A100 80GB")
     t = compute.training_time(n_params, tokens, a100, n_gpus, dtype="fp16", mfu=tflops * 1e12 / a100.peak_flops("fp16"),
-                              recompute="full")
+                              goodput=1.0, recompute="full")
     assert t.low == t.expected == t.high
     assert t.expected / DAY == pytest.approx(days, rel=0.02)
 
@@ -48,12 +48,16 @@ def test_reported_throughput_reproduces_published_mfu():
 
 
 def test_llama31_405b_gpu_hours_from_reported_throughput():
-    """With Table 4's 400 TFLOP/s per GPU, 3.8e25 FLOP takes 26.4M GPU-hours; the model card reports 30.84M,
-    the difference being restarts and downtime (>90 % effective training time, Sec. 3.3.4) and later stages."""
+    """With Table 4's 400 TFLOP/s per GPU, 3.8e25 FLOP takes 26.4M GPU-hours of steady training; the model
+    card reports 30.84M, the difference being restarts and downtime (>90 % effective training time,
+    Sec. 3.3.4): with the default goodput band the published figure lies inside the estimate."""
     h100 = gpus.get("H100")
-    t = compute.training_time("llama-3.1-405b", 15.6e12, h100, 16384, mfu=400e12 / h100.peak_flops("bf16"))
-    gpu_hours = t.expected * 16384 / HOUR
-    assert 0.8 < gpu_hours / 30.84e6 < 0.95
+    mfu = 400e12 / h100.peak_flops("bf16")
+    steady = compute.training_time("llama-3.1-405b", 15.6e12, h100, 16384, mfu=mfu, goodput=1.0)
+    assert 0.8 < steady.expected * 16384 / HOUR / 30.84e6 < 0.9
+    run = compute.training_time("llama-3.1-405b", 15.6e12, h100, 16384, mfu=mfu)
+    assert run.contains(30.84e6 * HOUR / 16384)
+    assert run.expected * 16384 / HOUR == pytest.approx(30.84e6, rel=0.06)
 
 
 def test_default_band_holds_most_published_runs():
@@ -79,7 +83,7 @@ def test_decode_is_memory_bound_at_batch_1():
     a100 = gpus.get("A100 80GB")
     tps = compute.decode_throughput("llama-2-7b", a100, batch_size=1, context_len=1024)
     bound = a100.memory_bandwidth / (models.get("llama-2-7b").n_params * 2)
-    assert tps.high < bound and tps.low > 0.4 * bound
+    assert tps.high < bound and tps.low > 0.3 * bound
     # batch 64 reads the weights once per step but 64 KV caches: far from 64x, far above 1x
     batched = compute.decode_throughput("llama-2-7b", a100, batch_size=64).expected / tps.expected
     assert 10 < batched < 30
@@ -115,3 +119,30 @@ def test_estimate_invariants():
     e = Estimate(1, 2, 4).map(lambda v: 1 / v)
     assert (e.low, e.expected, e.high) == (0.25, 0.5, 1.0)
     assert (3 * Estimate(1, 2, 3)).high == 9
+
+
+def test_inference_estimates_against_published_measurements():
+    """Batch-1 decoding: median absolute error at most 20 %, nearly all inside the band."""
+    runs = validation.inference_runs()
+    decode = runs[runs["kind"] == "decode"]
+    assert len(decode) >= 15
+    assert decode["error"].abs().median() <= 0.20
+    assert decode["inside band"].mean() >= 0.9
+    prefill = runs[runs["kind"] == "prefill"]
+    assert prefill["error"].abs().median() <= 0.30
+
+
+def test_tensor_parallel_decoding_pays_per_token_all_reduces():
+    """gpt-fast: Llama 2 70B on 8 A100 decodes at 62.5 tokens/s, not the 80+ that bandwidth alone allows."""
+    a100 = gpus.get("A100 80GB")
+    with_comm = compute.decode_throughput("llama-2-70b", a100, n_gpus=8, context_len=200)
+    comm_time = compute.tensor_parallel_time("llama-2-70b", a100, 8, 1)
+    assert comm_time.expected == pytest.approx(160 * (8.6e-6 + 14 * 0.75e-6), rel=0.05)
+    assert with_comm.contains(62.5)
+    assert compute.tensor_parallel_time("llama-2-70b", a100, 1, 1).expected == 0
+
+
+def test_end_to_end_training_runs_include_goodput():
+    runs = validation.training_runs()
+    e2e = runs[runs["end to end"]]
+    assert (e2e["band expected"] < 0.95 * runs[~runs["end to end"]]["band expected"].max()).all()

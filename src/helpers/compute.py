@@ -9,7 +9,7 @@ unless given, comes as a band calibrated on published runs (``data/efficiency.cs
 
 from functools import cache
 
-from . import _data, gpus
+from . import _data, comm, gpus
 from .estimate import Estimate
 from .gpus import GPU
 from .memory import RECOMPUTE, _check_choice, as_model, inference
@@ -67,20 +67,23 @@ def _band(value: "float | Estimate | None", default: Estimate, name: str) -> Est
 
 
 def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str", n_gpus: int, *,
-                  dtype: str = "bf16", mfu: "float | Estimate | None" = None, seq_len: int | None = None,
-                  recompute: str = "none") -> Estimate:
+                  dtype: str = "bf16", mfu: "float | Estimate | None" = None, goodput: "float | Estimate | None" = None,
+                  seq_len: int | None = None, recompute: str = "none") -> Estimate:
     """Wall-clock seconds to train on ``tokens`` tokens with ``n_gpus`` GPUs.
 
-    time = FLOPs / (n_gpus * dense peak(dtype) * mfu). ``mfu=None`` uses the band calibrated on
-    published runs for the GPU's architecture; pass a number (e.g. a reported TFLOP/s divided by
-    the peak) for one value. With ``recompute="full"`` the FLOPs include the extra forward, as in
-    Megatron-LM's throughput figures.
+    time = FLOPs / (n_gpus * dense peak(dtype) * mfu * goodput). ``mfu=None`` uses the band
+    calibrated on published runs for the GPU's architecture and dtype; ``goodput=None`` the share of
+    time long runs lose to failures and restarts; pass numbers (e.g. a reported TFLOP/s divided by
+    the peak, and 1.0 for a steady-state benchmark) for one value. With ``recompute="full"`` the
+    FLOPs include the extra forward, as in Megatron-LM's throughput figures.
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
     work = training_flops(model, tokens, recompute=recompute, seq_len=seq_len)
     rate = n_gpus * g.peak_flops(dtype)
-    return _band(mfu, efficiency("mfu", g.architecture, dtype), "mfu").map(lambda u: work / (rate * u))
+    u = _band(mfu, efficiency("mfu", g.architecture, dtype), "mfu")
+    p = _band(goodput, efficiency("goodput", g.architecture, dtype), "goodput")
+    return Estimate(u.low * p.low, u.expected * p.expected, u.high * p.high).map(lambda e: work / (rate * e))
 
 
 def compute_dtype(gpu: GPU, dtype: str) -> str:
@@ -102,24 +105,40 @@ def decode_step(model: "Model | str | float", *, batch_size: int = 1, context_le
     return flops, per_gpu.weights + per_gpu.kv_cache
 
 
+def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, tokens: int) -> Estimate:
+    """Seconds of tensor-parallel communication for one forward pass over ``tokens`` tokens: two
+    all-reduces of the 16-bit activations per layer (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3),
+    over the GPUs' NVLink domain or else PCIe (:func:`comm.gpu_link`)."""
+    m = as_model(model)
+    per_call = comm.allreduce_time(tokens * m.d_model * 2, n_gpus, comm.gpu_link(gpu, n_gpus))
+    return per_call * (2 * m.n_layers)
+
+
+def _roofline_band(work: float, rate: float, efficiency_band: Estimate, data: float, bandwidth: float,
+                   bandwidth_band: Estimate, extra: Estimate) -> Estimate:
+    """Seconds: the longer of compute and memory time, plus ``extra``; fast ends paired with fast ends."""
+    return Estimate(*(max(work / (rate * c), data / (bandwidth * b)) + x for c, b, x in (
+        (efficiency_band.high, bandwidth_band.high, extra.low),
+        (efficiency_band.expected, bandwidth_band.expected, extra.expected),
+        (efficiency_band.low, bandwidth_band.low, extra.high))))
+
+
 def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
                       context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> Estimate:
     """Generated tokens per second, all sequences together, in steady decoding.
 
     Each step reads the weights and the KV cache once (memory time, at the achieved fraction of
     bandwidth) and does 2N + 4*L*s*d FLOPs per sequence (compute time, at the prefill fraction
-    of peak); the step takes the longer of the two (roofline, Williams et al. 2009). The model is
-    split over ``n_gpus`` by tensor parallelism; communication is not modelled.
+    of peak); the step takes the longer of the two (roofline, Williams et al. 2009), plus, with
+    ``n_gpus`` > 1, the tensor-parallel all-reduces, which do not overlap with it.
     """
     g = gpus.get(gpu)
     flops, read_bytes = decode_step(model, batch_size=batch_size, context_len=context_len,
                                     weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_gpus=n_gpus)
-    peak = g.peak_flops(compute_dtype(g, weight_dtype))
-    bandwidth = efficiency("decode_bandwidth", g.architecture, weight_dtype)
-    compute = efficiency("prefill_compute", g.architecture, weight_dtype)
-    step = Estimate(*(max(read_bytes / (g.memory_bandwidth * b), flops / (peak * c))
-                      for b, c in ((bandwidth.high, compute.high), (bandwidth.expected, compute.expected),
-                                   (bandwidth.low, compute.low))))
+    step = _roofline_band(flops, g.peak_flops(compute_dtype(g, weight_dtype)),
+                          efficiency("prefill_compute", g.architecture, weight_dtype), read_bytes, g.memory_bandwidth,
+                          efficiency("decode_bandwidth", g.architecture, weight_dtype),
+                          tensor_parallel_time(model, g, n_gpus, batch_size))
     return step.map(lambda t: batch_size / t)
 
 
@@ -128,17 +147,15 @@ def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int
     """Seconds to process a prompt (time to first token, without queueing).
 
     FLOPs: 2N per token plus causal attention, 2*L*s^2*d per sequence; the weights must also be
-    read once. The longer of compute and memory time, at the calibrated efficiencies.
+    read once. The longer of compute and memory time at the calibrated efficiencies, plus the
+    tensor-parallel all-reduces over all prompt tokens.
     """
     g, m = gpus.get(gpu), as_model(model)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("batch_size", batch_size, integer=True)
     check_positive("n_gpus", n_gpus, integer=True)
     flops = batch_size * (2 * m.n_active_params * prompt_len + 2 * m.n_layers * prompt_len**2 * m.d_model) / n_gpus
-    weights = inference(m, weight_dtype=dtype, tp=n_gpus).weights
-    peak = g.peak_flops(compute_dtype(g, dtype))
-    compute = efficiency("prefill_compute", g.architecture, dtype)
-    bandwidth = efficiency("decode_bandwidth", g.architecture, dtype)
-    return Estimate(*(max(flops / (peak * c), weights / (g.memory_bandwidth * b))
-                      for c, b in ((compute.high, bandwidth.high), (compute.expected, bandwidth.expected),
-                                   (compute.low, bandwidth.low))))
+    return _roofline_band(flops, g.peak_flops(compute_dtype(g, dtype)), efficiency("prefill_compute", g.architecture, dtype),
+                          inference(m, weight_dtype=dtype, tp=n_gpus).weights, g.memory_bandwidth,
+                          efficiency("decode_bandwidth", g.architecture, dtype),
+                          tensor_parallel_time(m, g, n_gpus, batch_size * prompt_len))

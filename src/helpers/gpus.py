@@ -42,6 +42,8 @@ class GPU:
     tdp_watts: float
     nvlink: str
     nvlink_bandwidth: float
+    gpu_link: str
+    gpu_link_domain: int
     pcie_gen: int
     mig_instances: int
     accumulate_note: str
@@ -94,6 +96,8 @@ def _from_row(row: pd.Series) -> GPU:
         tdp_watts=float(row["tdp_watts"]),
         nvlink=_text(row["nvlink"]),
         nvlink_bandwidth=float(row["nvlink_oneway_gbs"]) * GB,
+        gpu_link=_text(row["gpu_link"]),
+        gpu_link_domain=int(row["gpu_link_domain"]),
         pcie_gen=int(row["pcie_gen"]),
         mig_instances=int(row["mig_instances"]),
         accumulate_note=_text(row["accumulate_note"]),

@@ -1,9 +1,13 @@
-"""Published training runs (``data/training_runs.csv``) set against this package's estimates.
+"""Published measurements set against this package's estimates.
 
-Each run's published figure (GPU-hours, tokens/s per GPU, TFLOP/s per GPU or MFU) is turned
-into model-FLOP utilization with :func:`compute.flops_per_token`; the default band of
-:func:`compute.efficiency` should contain it. Predicted time scales as 1/MFU, so the error of the
+Training (``data/training_runs.csv``): each run's published figure (GPU-hours, tokens/s per GPU,
+TFLOP/s per GPU or MFU) is turned into model-FLOP utilization with :func:`compute.flops_per_token`;
+the default band of :func:`compute.efficiency` should contain it (times the goodput band for
+end-to-end runs reported in GPU-hours). Predicted time scales as 1/MFU, so the error of the
 expected time is published MFU / expected MFU - 1.
+
+Inference (``data/inference_runs.csv``): batch-1 decoding speed and time to first token, each
+predicted by :func:`compute.decode_throughput` or :func:`compute.prefill_time` with defaults.
 """
 
 from dataclasses import replace
@@ -11,6 +15,7 @@ from dataclasses import replace
 import pandas as pd
 
 from . import _data, compute, gpus, models
+from .estimate import Estimate
 from .units import HOUR
 
 
@@ -42,10 +47,39 @@ def training_runs() -> pd.DataFrame:
     """Every published run with its implied MFU, the default band and the error of the expected time."""
     rows = []
     for _, row in _data.table("training_runs").iterrows():
-        band = compute.efficiency("mfu", gpus.get(row["gpu"]).architecture, row["dtype"])
+        arch = gpus.get(row["gpu"]).architecture
+        band = compute.efficiency("mfu", arch, row["dtype"])
+        end_to_end = not pd.isna(row["gpu_hours"])
+        if end_to_end:
+            goodput = compute.efficiency("goodput", arch, row["dtype"])
+            band = Estimate(band.low * goodput.low, band.expected * goodput.expected, band.high * goodput.high)
         mfu = published_mfu(row)
         rows.append({"id": row["id"], "run": row["run"], "GPU": row["gpu"], "dtype": row["dtype"],
-                     "published MFU": mfu, "band low": band.low, "band expected": band.expected,
-                     "band high": band.high, "inside band": band.contains(round(mfu, 3)),
-                     "time error": mfu / band.expected - 1, "source": row["source"]})
+                     "end to end": end_to_end, "published MFU": mfu, "band low": band.low,
+                     "band expected": band.expected, "band high": band.high,
+                     "inside band": band.contains(round(mfu, 3)), "time error": mfu / band.expected - 1,
+                     "source": row["source"]})
+    return pd.DataFrame(rows)
+
+
+def inference_runs() -> pd.DataFrame:
+    """Every published inference measurement with the default prediction: decoding in tokens/s
+    per sequence (batch 1), prefill in seconds to the first token."""
+    rows = []
+    for _, row in _data.table("inference_runs").iterrows():
+        n = int(row["n_gpus"])
+        if row["kind"] == "decode":
+            band = compute.decode_throughput(row["model"], row["gpu"], n_gpus=n, batch_size=int(row["batch_size"]),
+                                             context_len=int(row["context_len"]), weight_dtype=row["weight_dtype"],
+                                             kv_dtype=row["kv_dtype"])
+            published = row["value"] if row["metric"] == "tokens_per_s" else 1000 / row["value"]
+            unit = "tokens/s"
+        else:
+            band = compute.prefill_time(row["model"], row["gpu"], int(row["prompt_len"]), n_gpus=n,
+                                        batch_size=int(row["batch_size"]), dtype=row["weight_dtype"])
+            published, unit = row["value"] / 1000, "s"
+        rows.append({"id": row["id"], "kind": row["kind"], "model": row["model"], "GPU": row["gpu"], "GPUs": n,
+                     "weights": row["weight_dtype"], "unit": unit, "published": published, "band low": band.low,
+                     "expected": band.expected, "band high": band.high, "inside band": band.contains(published),
+                     "error": band.expected / published - 1, "framework": row["framework"], "source": row["source"]})
     return pd.DataFrame(rows)

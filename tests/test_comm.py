@@ -1,0 +1,48 @@
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from helpers import comm, gpus
+
+
+def test_links_are_sourced_and_one_way():
+    for name in comm.links():
+        ln = comm.link(name)
+        assert ln.source and ln.bandwidth > 0 and 0 < ln.achieved_fraction <= 1
+        assert ln.bandwidth_vendor == pytest.approx(2 * ln.bandwidth)  # vendors quote both directions
+    assert comm.link("nvlink4").bandwidth == pytest.approx(450e9)
+    with pytest.raises(ValueError, match="unknown link 'nvlink9'"):
+        comm.link("nvlink9")
+
+
+def test_small_message_latencies_reproduce_measurements():
+    """2 A100 NVLink: 10.1 us (nccl issue 583); 8 H100 NVSwitch: 19.2 us (Triton-distributed issue 57);
+    8 RTX 4090 over PCIe: 42.1 us (nccl issue 1530)."""
+    assert comm.allreduce_time(32, 2, "nvlink3").expected == pytest.approx(10.1e-6, rel=0.05)
+    assert comm.allreduce_time(128, 8, "nvlink4").expected == pytest.approx(19.2e-6, rel=0.05)
+    assert comm.allreduce_time(8, 8, "pcie4").expected == pytest.approx(42.1e-6, rel=0.05)
+
+
+def test_large_message_bus_bandwidth_matches_nccl_tests():
+    """8 A100 SXM4: about 230 GB/s all-reduce bus bandwidth at 1 GB and above (nccl-tests issues 149, 175)."""
+    n, size = 8, 8e9
+    t = comm.allreduce_time(size, n, "nvlink3")
+    busbw = 2 * (n - 1) / n * size / t.expected
+    assert busbw == pytest.approx(230e9, rel=0.05)
+    assert t.low < t.expected < t.high
+
+
+def test_gpu_link_choice():
+    assert comm.gpu_link("H100", 8).name == "nvlink4"
+    assert comm.gpu_link("H100 PCIe", 2).name == "nvlink4-bridge"
+    assert comm.gpu_link("H100 PCIe", 4).name == "pcie5"
+    assert comm.gpu_link("4090", 2).name == "pcie4"
+    assert comm.gpu_link("A6000", 2).name == "nvlink3-ga102-bridge"
+    assert comm.allreduce_time(1e6, 1, "pcie4").expected == 0
+
+
+@given(st.floats(0, 1e10), st.integers(2, 64))
+def test_allreduce_time_grows_with_size_and_gpus(size, n):
+    t = comm.allreduce_time(size, n, "nvlink4").expected
+    assert comm.allreduce_time(size * 2 + 1, n, "nvlink4").expected >= t
+    assert comm.allreduce_time(size, n + 1, "nvlink4").expected >= t
