@@ -62,3 +62,20 @@ def test_checked_values_quote_computed_figures():
     assert "48 GB" in claims.get("a6000-20b")["checked_value"]
     with pytest.raises(ValueError, match="unknown claim 'nope'"):
         claims.get("nope")
+
+
+def test_section_3_claims_follow_the_numbers():
+    from helpers import cost
+    assert {"h100-1979", "nvlink4-pcie5", "node-100b", "a100-best-value", "20b-4xa100-5days", "l40s-24gb", "l40s-150w",
+            "int8-2-3x", "mig-7", "trtexec", "a6000-30b", "a6000-96gb", "a6000-half-price", "a4000-16gb-140w",
+            "a4000-decoders", "rtx4090-a100-7x"} <= set(TABLE["id"])
+    h100 = gpus.get("H100")
+    assert h100.peak_flops("fp8") / 1e12 == pytest.approx(1979)
+    l40s = gpus.get("L40S")
+    assert l40s.memory_gb_vendor != 24 and l40s.tdp_watts / gpus.get("A100 80GB").tdp_watts > 0.8
+    assert not memory.fits(memory.training(100e9, zero_stage=3, dp=8, recompute="full"), gpus.get("A100 80GB"))
+    assert not memory.fits(memory.inference(30e9), gpus.get("A6000"))
+    assert 0.4 < cost.price("A6000", "purchase") / cost.price("A100 40GB", "purchase") < 0.6
+    assert gpus.get("L40S").mig_instances == 0 and gpus.get("A100").mig_instances == 7
+    int8 = compute.decode_throughput("llama-2-7b", l40s, weight_dtype="int8").expected
+    assert int8 / compute.decode_throughput("llama-2-7b", l40s, weight_dtype="fp16").expected < 2

@@ -20,7 +20,8 @@ def bar_total(panel):
 
 
 def test_panel_factories():
-    assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference"}
+    assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference", "training_time",
+                                     "serving"}
     for factory in widgets.panels().values():
         panel = factory()
         assert panel.result is not None and panel.message is None
@@ -100,3 +101,31 @@ def test_training_vs_inference_panel():
     panel.set(dtype="fp16")
     assert panel.result["ridge point (FLOP/byte)"] == roofline.ridge_point("V100", "fp16")
     assert "V100-SXM2-32GB" in panel.figure.axes[0].get_legend().get_texts()[0].get_text()
+
+
+def test_training_time_panel():
+    from helpers import compute, gpus
+    panel = widgets.training_time()
+    assert panel.result == compute.training_time("llama-2-7b", 1e12, "H100", 64)
+    row = panel.table.set_index("GPU").loc["H100-SXM5-80GB"]
+    assert row["days"] == pytest.approx(panel.result.expected / 86400)
+    assert "V100-SXM2-32GB" not in set(panel.table["GPU"])  # no bf16
+    panel.set(model="llama-3.1-405b", n_gpus=8)
+    assert not panel.table.set_index("GPU").loc["H100-SXM5-80GB", "fits"]
+    assert "does not fit" in panel.figure.axes[0].get_title()
+    panel.set(dtype="fp8")
+    assert set(panel.table["GPU"]) == {n for n in gpus.names() if gpus.get(n).supports("fp8")}
+
+
+def test_serving_panel():
+    from helpers import compare
+    panel = widgets.serving()
+    assert panel.result["bound"] == "memory"
+    assert panel.result["tokens/s"] == compare.serving_estimate("llama-3-8b", "H100")["tokens/s"]
+    panel.controls["batch_size"].max = 1024
+    panel.set(batch_size=1024, context_len=256)  # Llama 3 8B at 1024 x 256 tokens passes the H100 ridge point
+    assert panel.result["bound"] == "compute"
+    panel.set(model="llama-2-70b", batch_size=1)
+    assert not panel.result["fits"] and "H100-SXM5-80GB" in set(panel.table.loc[~panel.table["fits"], "GPU"])
+    panel.set(model="gpt2-xl", n_gpus=2)
+    assert panel.result is None and "must divide" in panel.message

@@ -7,8 +7,8 @@ APIs, which no number settles, carry their sourced check as text (``checked_text
 
 import pandas as pd
 
-from . import _data, compute, gpus, memory, models
-from .units import TFLOPS
+from . import _data, comm, compute, cost, gpus, memory, models
+from .units import DAY, TFLOPS
 from .units import gb
 
 
@@ -144,6 +144,116 @@ def key_precisions() -> str:
     return (f"Published large-model runs in this book's validation data: {listed}; none in TF32. BF16 (same range "
             f"as FP32, no loss scaling) is the default on A100/H100, FP8 on H100 and later; FP16 appears in runs of "
             f"2021 and earlier (GPT-3, Megatron-LM).")
+
+
+def rtx4090_a100() -> str:
+    g, a = gpus.get("4090"), gpus.get("A100 80GB")
+    return (f"14 / 2 = 7, but A100 80GB / RTX 4090: dense BF16 {a.peak_flops('bf16') / g.peak_flops('bf16'):.1f}x, "
+            f"memory bandwidth {a.memory_bandwidth / g.memory_bandwidth:.1f}x. A 7x gap needs something else: "
+            f"a model that does not fit in {g.memory_gb_vendor:g} GB and runs offloaded, or a different GPU count.")
+
+
+def h100_1979() -> str:
+    return "; ".join(f"{g.name}: {g.peak_flops('fp8') / TFLOPS:,.0f} dense, {g.peak_flops('fp8', sparse=True) / TFLOPS:,.0f} "
+                     f"with sparsity" for g in map(gpus.get, ("H100", "H100 PCIe", "H100 NVL"))) + " (TFLOP/s, FP8)."
+
+
+def h100_links() -> str:
+    g = gpus.get("H100")
+    nv, pcie = comm.link(g.gpu_link), comm.link(f"pcie{g.pcie_gen}")
+    return (f"The H100 SXM5 has {g.nvlink} ({nv.bandwidth / 1e9:.0f} GB/s each way, {nv.bandwidth_vendor / 1e9:.0f} GB/s "
+            f"as quoted) and a PCIe {g.pcie_gen}.0 x16 host link ({pcie.bandwidth / 1e9:.0f} GB/s each way). On a "
+            f"PCIe 4.0 host it works at half the host bandwidth; 'needs' overstates it.")
+
+
+def node_100b() -> str:
+    a100 = gpus.get("A100 80GB")
+    train = memory.training(100e9, zero_stage=3, dp=8, recompute="full")
+    serve = memory.inference(100e9, tp=8)
+    gpus_needed = next(n for n in range(8, 4096, 8) if memory.fits(memory.training(100e9, zero_stage=3, dp=n, recompute="full"), a100))
+    return (f"Training 100B with mixed-precision AdamW and ZeRO-3 over 8 GPUs needs {gb(train.total)} per GPU: "
+            f"it does not fit 80 GB; at least {gpus_needed} A100 80GB do. Serving it in BF16 over 8 GPUs needs "
+            f"{gb(serve.total)} per GPU: one node is right for inference.")
+
+
+def a100_value() -> str:
+    def per_dollar(name: str) -> float:
+        g = gpus.get(name)
+        return g.peak_flops("bf16") / TFLOPS / cost.price(g, "cloud_hour")
+    names = [n for n in gpus.names() if gpus.get(n).supports("bf16") and cost.price(n, "cloud_hour")]
+    ranked = sorted(names, key=per_dollar, reverse=True)
+    return (f"Dense BF16 TFLOP/s per on-demand dollar-hour: {', '.join(f'{n} {per_dollar(n):.0f}' for n in ranked)}. "
+            f"By this measure the A100 80GB ranks {ranked.index('A100-SXM4-80GB') + 1} of {len(ranked)}; memory, "
+            f"interconnect and availability decide as much as price.")
+
+
+def a100_20b() -> str:
+    a100 = gpus.get("A100 80GB")
+    b = memory.training(20e9, zero_stage=3, dp=4, recompute="full")
+    rate = compute.training_time(20e9, 1e9, a100, 4)
+    tokens = 5 * DAY / rate.expected * 1e9
+    return (f"Full training of 20B with ZeRO-3 and full recompute over 4 A100 80GB needs {gb(b.total)} per GPU "
+            f"({gb(b.weights + b.gradients + b.optimizer)} of it model states), "
+            f"{'which fits, barely' if memory.fits(b, a100) else 'which does not fit'}. In 5 days 4 A100s process "
+            f"about {tokens / 1e9:.1f}B tokens at the expected MFU: fine-tuning scale, not pre-training (compute-optimal "
+            f"would be {compute.CHINCHILLA_TOKENS_PER_PARAM * 20:.0f}B tokens). 1 - 5/14 = {1 - 5 / 14:.0%}: the 60 % is "
+            f"arithmetic.")
+
+
+def l40s_memory() -> str:
+    g = gpus.get("L40S")
+    same = [n for n in gpus.names() if gpus.get(n).memory_gb_vendor == 24 and gpus.get(n).tdp_watts == 150]
+    return (f"The L40S has {g.memory_gb_vendor:g} GB of {g.memory_type}, {g.memory_bandwidth / 1e9:.0f} GB/s. "
+            f"24 GB and 150 W are the figures of the {', '.join(same)}.")
+
+
+def l40s_power() -> str:
+    g = gpus.get("L40S")
+    return "; ".join(f"{g.tdp_watts:.0f} W = {g.tdp_watts / gpus.get(a).tdp_watts:.0%} of the {a} ({gpus.get(a).tdp_watts:.0f} W)"
+                     for a in ("A100-SXM4-80GB", "A100-PCIe-80GB")) + ". 150/400 = 38 % is arithmetic on a wrong input."
+
+
+def int8_speedup() -> str:
+    g = gpus.get("L40S")
+    fp16 = compute.decode_throughput("llama-2-7b", g, weight_dtype="fp16").expected
+    int8 = compute.decode_throughput("llama-2-7b", g, weight_dtype="int8").expected
+    return (f"L40S peak INT8 / FP16 tensor rate = {g.peak_flops('int8') / g.peak_flops('fp16'):.1f}x (compute-bound work); "
+            f"batch-1 decoding of Llama 2 7B, which is bandwidth-bound, gains {int8 / fp16:.1f}x from halving the weight "
+            f"bytes. Beyond 2x only against an FP32 baseline ({g.peak_flops('int8') / g.peak_flops('fp32'):.0f}x).")
+
+
+def mig() -> str:
+    have = [n for n in gpus.names() if gpus.get(n).mig_instances == 7]
+    lack = [n for n in gpus.names() if gpus.get(n).mig_instances == 0]
+    return f"Up to 7 MIG instances on {', '.join(have)}; none on {', '.join(lack)}."
+
+
+def a6000_30b() -> str:
+    g = gpus.get("A6000")
+    largest = {}
+    for dtype in ("bf16", "int8", "int4"):
+        largest[dtype] = max(n for n in range(1, 200) if memory.fits(memory.inference(n * 1e9, weight_dtype=dtype), g))
+    return (f"30B in BF16 is {gb(memory.inference(30e9).weights)} of weights, more than 48 GB. Largest dense model "
+            f"with a 4096-token context on one A6000: {largest['bf16']}B in BF16, {largest['int8']}B in INT8, "
+            f"{largest['int4']}B in INT4.")
+
+
+def a6000_pair() -> str:
+    g = gpus.get("A6000")
+    return (f"2 x {g.memory_gb_vendor:g} GB = {2 * g.memory_gb_vendor:g} GB, joined by a bridge of "
+            f"{g.nvlink_bandwidth / 1e9:.2f} GB/s each way ({2 * g.nvlink_bandwidth / 1e9:.1f} GB/s quoted): two memories, "
+            f"not one; the model must be split (tensor or pipeline parallelism).")
+
+
+def a6000_price() -> str:
+    a6000, a100 = cost.price("A6000", "purchase"), cost.price("A100 40GB", "purchase")
+    return (f"A6000 launch price ${a6000:,.0f} against about ${a100:,.0f} for an A100 (2023 street price): "
+            f"{a6000 / a100:.0%}.")
+
+
+def a4000() -> str:
+    g = gpus.get("A4000")
+    return f"{g.memory_gb_vendor:g} GB {g.memory_type}, {g.memory_bandwidth / 1e9:.0f} GB/s, {g.tdp_watts:.0f} W, {g.form_factor}."
 
 
 def table() -> pd.DataFrame:

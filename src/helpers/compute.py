@@ -18,6 +18,10 @@ from .units import check_positive
 
 RECOMPUTE_FACTOR = {"none": 1.0, "selective": 1.0, "full": 4 / 3}
 
+#: Compute-optimal training data: about 20 tokens per parameter (Hoffmann et al. 2022,
+#: arXiv:2203.15556, Table 3: 70B parameters for 1.4T tokens).
+CHINCHILLA_TOKENS_PER_PARAM = 20
+
 
 def flops_per_token(model: "Model | str | float", *, seq_len: int | None = None, training: bool = True) -> float:
     """Model FLOPs per token: 6N (training) or 2N (inference forward), N the active parameters;

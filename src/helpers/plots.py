@@ -96,3 +96,55 @@ def roofline(ax: Axes, gpus: list[GPU], dtype: str, points: dict[str, float] | N
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title(title, fontsize=10)
     return ax
+
+
+def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None = None, excluded: set[str] = frozenset(),
+              scale: float = 1.0, xlabel: str = "", title: str = "", log: bool = False) -> Axes:
+    """One horizontal bar per label at the expected value (divided by ``scale``), with the
+    low-high band as an error bar; ``highlight`` in a darker colour, ``excluded`` labels hatched
+    and annotated "does not fit"."""
+    expected = [b.expected / scale for b in bands]
+    errors = [[(b.expected - b.low) / scale for b in bands], [(b.high - b.expected) / scale for b in bands]]
+    colors = ["#1F3A93" if lab == highlight else "#9DB4E0" for lab in labels]
+    if log:
+        ax.set_xscale("log")
+    bars = ax.barh(labels, expected, xerr=errors, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
+    for bar, lab, value, b in zip(bars, labels, expected, bands):
+        if lab in excluded:
+            bar.set_hatch("///")
+            bar.set_facecolor("#DDDDDD")
+        note = " does not fit" if lab in excluded else ""
+        ax.annotate(f"{value:,.3g}{note}", (b.high / scale, bar.get_y() + bar.get_height() / 2), va="center",
+                    fontsize=7, xytext=(4, 0), textcoords="offset points", color="#C44E52" if note else "0.2")
+    right = max(b.high for b in bands) / scale
+    if log:
+        ax.set_xlim(min(b.low for b in bands) / scale / 1.5, right * 3)
+    else:
+        ax.set_xlim(0, right * 1.25)
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_xlabel(xlabel)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def validation_scatter(ax: Axes, published: list[float], low: list[float], expected: list[float], high: list[float],
+                       *, groups: list[str] | None = None, unit: str = "", title: str = "") -> Axes:
+    """Predicted (expected, with low-high band) against published values on log axes, with the
+    line of perfect agreement and +-25 % guides."""
+    groups = groups or [""] * len(published)
+    for i, group in enumerate(dict.fromkeys(groups)):
+        idx = [j for j, g in enumerate(groups) if g == group]
+        ax.errorbar([published[j] for j in idx], [expected[j] for j in idx],
+                    yerr=[[expected[j] - low[j] for j in idx], [high[j] - expected[j] for j in idx]],
+                    fmt="o", markersize=4, capsize=2, elinewidth=0.8, color=f"C{i}", label=group or None)
+    lo, hi = min(published + low) * 0.8, max(published + high) * 1.25
+    ax.plot([lo, hi], [lo, hi], color="0.2", linewidth=1)
+    for f in (0.75, 1.25):
+        ax.plot([lo, hi], [lo * f, hi * f], color="0.6", linewidth=0.8, linestyle=":")
+    ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel=f"published {unit}",
+           ylabel=f"predicted {unit} (band)")
+    if any(groups):
+        ax.legend(fontsize=7)
+    ax.set_title(title, fontsize=10)
+    return ax

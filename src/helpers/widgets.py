@@ -14,7 +14,7 @@ import ipywidgets as w
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import compute, gpus, memory, models, plots, roofline
+from . import compare, compute, gpus, memory, models, plots, roofline
 from .units import DTYPES, GB
 
 CUSTOM = "custom"
@@ -205,7 +205,68 @@ def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB"
     return Panel("Training vs inference: FLOPs and the roofline", controls, result, draw, table, figsize=(8, 4.5))
 
 
+TRAIN_COUNTS = tuple(2**k for k in range(15))
+
+
+def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
+    """Days and GPU-hours to train a model on a GPU count, with the band, for every GPU."""
+    controls = _model_controls(model) | {
+        "tokens_b": w.FloatLogSlider(value=1000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
+                                     readout_format=",.0f"),
+        "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
+        "n_gpus": w.SelectionSlider(options=TRAIN_COUNTS, value=64, description="GPUs"),
+        "dtype": w.Dropdown(options=("bf16", "fp16", "fp8"), value="bf16", description="precision"),
+    }
+
+    def result(model, size_b, tokens_b, gpu, n_gpus, dtype):
+        return compute.training_time(_model(model, size_b), tokens_b * 1e9, gpu, n_gpus, dtype=dtype)
+
+    def table(result, model, size_b, tokens_b, gpu, n_gpus, dtype):
+        return compare.training_table(_model(model, size_b), tokens_b * 1e9, n_gpus, dtype=dtype)
+
+    def draw(fig, result, table, model, size_b, tokens_b, gpu, n_gpus, dtype):
+        label = _model(model, size_b).display_name
+        bands = [compare.band(row, "days") for _, row in table.iterrows()]
+        chosen = table.set_index("GPU").loc[gpus.get(gpu).name]
+        plots.band_bars(fig.subplots(), list(table["GPU"]), bands, highlight=gpus.get(gpu).name,
+                        excluded=set(table.loc[~table["fits"], "GPU"]), xlabel="days (expected, with low-high band)",
+                        log=True, title=f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} GPUs of each kind, {dtype}\n"
+                                        f"{gpus.get(gpu).name}: {chosen['days low']:,.1f}-{chosen['days high']:,.1f} days; "
+                                        f"{'fits' if chosen['fits'] else 'does not fit'} with ZeRO-3 and full recompute")
+
+    return Panel("Training time", controls, result, draw, table, figsize=(8, 6))
+
+
+def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
+    """Decoding speed, time per output token and time to first token, for every GPU."""
+    controls = _model_controls(model) | {
+        "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
+        "n_gpus": w.Dropdown(options=(1, 2, 4, 8), value=1, description="tensor-parallel GPUs"),
+        "weight_dtype": w.Dropdown(options=("bf16", "fp8", "int8", "int4"), value="bf16", description="weights"),
+        "batch_size": w.IntSlider(value=1, min=1, max=256, description="batch (sequences)"),
+        "context_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="context (tokens)"),
+    }
+
+    def result(model, size_b, gpu, **kw):
+        return compare.serving_estimate(_model(model, size_b), gpu, **kw)
+
+    def table(result, model, size_b, gpu, **kw):
+        return compare.serving_table(_model(model, size_b), **kw)
+
+    def draw(fig, result, table, model, size_b, gpu, n_gpus, weight_dtype, batch_size, context_len):
+        label = _model(model, size_b).display_name
+        bands = [compare.band(row, "tokens/s") for _, row in table.iterrows()]
+        tps = result["tokens/s"]
+        plots.band_bars(fig.subplots(), list(table["GPU"]), bands, highlight=gpus.get(gpu).name,
+                        excluded=set(table.loc[~table["fits"], "GPU"]), xlabel="generated tokens/s, all sequences",
+                        log=True, title=f"{label}, {weight_dtype} weights, {n_gpus} GPU(s) each, batch {batch_size} x "
+                                        f"{context_len:,} tokens\n{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} "
+                                        f"tokens/s, {result['bound']}-bound")
+
+    return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
+
+
 def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
     return {"training_memory": training_memory, "inference_memory": inference_memory,
-            "training_vs_inference": training_vs_inference}
+            "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving}
