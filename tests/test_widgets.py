@@ -21,7 +21,7 @@ def bar_total(panel):
 
 def test_panel_factories():
     assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference", "training_time",
-                                     "serving"}
+                                     "serving", "data_parallel"}
     for factory in widgets.panels().values():
         panel = factory()
         assert panel.result is not None and panel.message is None
@@ -129,3 +129,16 @@ def test_serving_panel():
     assert not panel.result["fits"] and "H100-SXM5-80GB" in set(panel.table.loc[~panel.table["fits"], "GPU"])
     panel.set(model="gpt2-xl", n_gpus=2)
     assert panel.result is None and "must divide" in panel.message
+
+
+def test_data_parallel_panel():
+    from helpers import scaling
+    panel = widgets.data_parallel()
+    assert list(panel.result["GPUs"])[0] == 1 and panel.result["efficiency"].iloc[0] == 1
+    panel.set(network="ib-hdr", nics_per_node=1, tokens_per_gpu=4096)
+    expected = scaling.transformer_step("llama-2-7b", "H100", 16, tokens_per_gpu=4096, network="ib-hdr", nics_per_node=1)
+    assert panel.result.set_index("GPUs").loc[16, "efficiency"] == pytest.approx(expected.efficiency)
+    assert panel.result.set_index("GPUs").loc[16, "efficiency"] < 0.5
+    panel.set(overlap=0.0)
+    assert panel.result.set_index("GPUs").loc[16, "exposed (s)"] == pytest.approx(expected.communication)
+    assert len(panel.figure.axes) == 2

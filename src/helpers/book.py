@@ -29,6 +29,12 @@ def glue_claim(claim_id: str) -> None:
         glue_md(f"{claim_id}-{field}", text)
 
 
+def glue_claims(*claim_ids: str) -> None:
+    """:func:`glue_claim` for each of ``claim_ids``, the claims a chapter checks."""
+    for claim_id in claim_ids:
+        glue_claim(claim_id)
+
+
 def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "") -> HTML:
     """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption) as
     HTML whose ids derive from the content, so that re-executing a notebook changes nothing."""

@@ -7,7 +7,7 @@ APIs, which no number settles, carry their sourced check as text (``checked_text
 
 import pandas as pd
 
-from . import _data, comm, compute, cost, gpus, memory, models
+from . import _data, comm, compute, cost, gpus, memory, models, scaling
 from .units import DAY, TFLOPS
 from .units import gb
 
@@ -254,6 +254,47 @@ def a6000_price() -> str:
 def a4000() -> str:
     g = gpus.get("A4000")
     return f"{g.memory_gb_vendor:g} GB {g.memory_type}, {g.memory_bandwidth / 1e9:.0f} GB/s, {g.tdp_watts:.0f} W, {g.form_factor}."
+
+
+def nvlink_vs_pcie() -> str:
+    pairs = [("nvlink2", "pcie3", "V100"), ("nvlink3", "pcie4", "A100 SXM"), ("nvlink4", "pcie5", "H100 SXM"),
+             ("nvlink5", "pcie5", "B200"), ("nvlink3-ga102-bridge", "pcie4", "RTX 3090 / A6000 bridge"),
+             ("nvlink4-bridge", "pcie5", "H100 PCIe / NVL bridge")]
+    ratios = ", ".join(f"{label} {comm.link(a).bandwidth / comm.link(b).bandwidth:.1f}x" for a, b, label in pairs)
+    return f"Per-GPU link bandwidth over the PCIe x16 of the same generation (each way): {ratios}."
+
+
+def h100_nvlink() -> str:
+    ln = comm.link(gpus.get("H100").gpu_link)
+    return (f"{ln.bandwidth_vendor / 1e9:.0f} GB/s is the total of both directions ({ln.kind}: 18 links); each way it is "
+            f"{ln.bandwidth / 1e9:.0f} GB/s, and all-reduces reach about {ln.achieved_fraction:.0%} of that. "
+            f"H100 PCIe and NVL cards bridge pairs at {comm.link('nvlink4-bridge').bandwidth_vendor / 1e9:.0f} GB/s.")
+
+
+def resnet_table() -> str:
+    from . import validation
+    runs = validation.ddp_runs()
+    measured = runs[runs["GPUs"] == 8].set_index("GPU")["measured efficiency"]
+    a100 = _data.table("ddp_runs").query("gpu == 'A100-SXM4-80GB' and n_gpus == 1").iloc[0]
+    compute_s = a100["batch_per_gpu"] / a100["images_per_s_per_gpu"]
+    grads = a100["params"] * 4
+    links = ("nvlink3", "pcie4", "pcie3")
+    modelled = ", ".join(f"{link} {scaling.data_parallel_step(grads, compute_s, 8, link, overlap=0).efficiency:.1%}"
+                         for link in links)
+    overlapped = min(scaling.data_parallel_step(grads, compute_s, 8, link).efficiency for link in links)
+    return (f"Measured (PyTorch DDP, ResNet-152, FP16, 8 GPUs): V100 NVLink {measured['V100-SXM2-32GB']:.1%}, A100 "
+            f"NVLink {measured['A100-SXM4-80GB']:.1%}. The step model, A100 at batch 512 with {grads / 1e6:.0f} MB of fp32 "
+            f"gradients and no overlap: {modelled}; with DDP's bucketed overlap at least {overlapped:.1%} on every link. "
+            f"The 92 % NVLink row is plausible; 78 % and 65 % need far smaller batches or a broken PCIe topology.")
+
+
+def bandwidth_1t() -> str:
+    runs = _data.table("training_runs").set_index("id")
+    row = runs.loc["M060"]
+    peak = gpus.get(row["gpu"]).peak_flops(row["dtype"])
+    return (f"Megatron-LM trained a {row['n_params'] / 1e12:.1f}T-parameter GPT on {row['n_gpus']:,.0f} A100s at "
+            f"{row['tflops_per_gpu']:.0f} TFLOP/s per GPU, {row['tflops_per_gpu'] * 1e12 / peak:.0%} of peak: with tensor parallelism inside NVLink servers and pipeline and data parallelism across "
+            f"them, compute, not bandwidth, set the pace. Bandwidth is fatal only to a layout that ignores the hierarchy.")
 
 
 def table() -> pd.DataFrame:

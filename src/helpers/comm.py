@@ -5,6 +5,11 @@ bytes over each GPU's link and takes 2(n-1) steps; its time is modelled as
 
     t = launch + 2(n-1) * hop_latency + 2(n-1)/n * S / (bandwidth * achieved_fraction)
 
+and likewise for the other collectives with their own step counts and traffic factors. The
+traffic factor is what nccl-tests calls the bus-bandwidth factor (NVIDIA/nccl-tests,
+doc/PERFORMANCE.md): bus bandwidth = algorithm bandwidth (S / t) times the factor, so that it is
+comparable with the link's bandwidth whatever n is.
+
 ``launch`` and ``hop_latency`` are fitted to small-message all-reduce times: 10.1 us on 2 A100
 (NVIDIA/nccl issue 583) and 19.2 us on 8 H100 over NVSwitch (ByteDance-Seed/Triton-distributed
 issue 57) give 8.6 us and 0.75 us per step; 42.1 us on 8 RTX 4090 over PCIe (NVIDIA/nccl issue
@@ -12,6 +17,7 @@ issue 57) give 8.6 us and 0.75 us per step; 42.1 us on 8 RTX 4090 over PCIe (NVI
 """
 
 from dataclasses import dataclass
+from math import ceil, log2
 from functools import cache
 
 from . import _data, gpus
@@ -70,19 +76,80 @@ def gpu_link(gpu: "GPU | str", n_gpus: int) -> Link:
     return link(f"pcie{g.pcie_gen}")
 
 
-def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str") -> Estimate:
-    """Seconds for a ring all-reduce of ``n_bytes`` over ``n_gpus`` GPUs joined by ``link_or_name``.
+COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast")
+ALGORITHMS = ("ring", "tree")
 
-    The band spans the link's bandwidth from 85 % of its typical achieved fraction to all of it.
-    """
+
+def bus_factor(collective: str, n_gpus: int) -> float:
+    """nccl-tests' bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
+    reduce-scatter and all-to-all, 1 for broadcast."""
     check_positive("n_gpus", n_gpus, integer=True)
+    if collective not in COLLECTIVES:
+        raise ValueError(f"collective={collective!r} is not supported; choose one of {', '.join(COLLECTIVES)}")
+    if collective == "broadcast":
+        return 1.0
+    return (2 if collective == "allreduce" else 1) * (n_gpus - 1) / n_gpus
+
+
+def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: "Link | str", *,
+                    algorithm: str = "ring") -> Estimate:
+    """Seconds for ``collective`` of ``n_bytes`` (the buffer each GPU holds at the end of an
+    all-gather, or starts with otherwise) over ``n_gpus`` GPUs joined by one kind of link.
+
+    Ring: 2(n-1) steps for all-reduce, n-1 for the others; traffic ``bus_factor`` * S per GPU.
+    Tree (all-reduce only; NCCL's double binary tree, Sanders et al. 2009): 2*ceil(log2 n)
+    steps, the same traffic. The band spans the link's bandwidth from 85 % of its typical achieved
+    fraction to all of it.
+    """
+    factor = bus_factor(collective, n_gpus)
+    if algorithm not in ALGORITHMS:
+        raise ValueError(f"algorithm={algorithm!r} is not supported; choose one of {', '.join(ALGORITHMS)}")
+    if algorithm == "tree" and collective != "allreduce":
+        raise ValueError(f"algorithm='tree' is modelled for allreduce only, not {collective!r}")
     if n_bytes < 0:
         raise ValueError(f"n_bytes must be >= 0, got {n_bytes}")
     if n_gpus == 1:
         return Estimate.exact(0.0)
     ln = link(link_or_name)
-    steps = 2 * (n_gpus - 1)
+    if algorithm == "tree":
+        steps = 2 * ceil(log2(n_gpus))
+    else:
+        steps = (2 if collective == "allreduce" else 1) * (n_gpus - 1)
     latency = LAUNCH_LATENCY + steps * ln.hop_latency
-    volume = steps / n_gpus * n_bytes
     fractions = (1.0, ln.achieved_fraction, 0.85 * ln.achieved_fraction)
-    return Estimate(*(latency + volume / (ln.bandwidth * f) for f in fractions))
+    return Estimate(*(latency + factor * n_bytes / (ln.bandwidth * f) for f in fractions))
+
+
+def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str", *, algorithm: str = "ring") -> Estimate:
+    """Seconds for an all-reduce of ``n_bytes`` over ``n_gpus`` GPUs joined by ``link_or_name``."""
+    return collective_time("allreduce", n_bytes, n_gpus, link_or_name, algorithm=algorithm)
+
+
+def bus_bandwidth(collective: str, n_bytes: float, n_gpus: int, seconds: float) -> float:
+    """nccl-tests' bus bandwidth (bytes/s): algorithm bandwidth n_bytes/seconds times the bus factor."""
+    check_positive("seconds", seconds)
+    return n_bytes / seconds * bus_factor(collective, n_gpus)
+
+
+def multinode_allreduce_time(n_bytes: float, n_nodes: int, gpus_per_node: int, intra: "Link | str",
+                             inter: "Link | str", *, nics_per_node: int = 1, algorithm: str = "ring") -> Estimate:
+    """Seconds for an all-reduce over ``n_nodes`` servers of ``gpus_per_node`` GPUs each, joined
+    inside a server by ``intra`` and across servers by ``nics_per_node`` NICs of kind ``inter``.
+
+    NCCL runs one ring (or tree) per NIC; every ring crosses each server boundary through one NIC,
+    so the bus bandwidth is capped by the server's NICs together, or by the GPU link if that is
+    slower (NCCL maintainer: 'about 24 GB/s per 200G NIC, so 96 GB/s' for 4 NICs,
+    NVIDIA/nccl-tests issue 119). Steps are paced by the slower, cross-server hop.
+    """
+    for name, value in (("n_nodes", n_nodes), ("gpus_per_node", gpus_per_node), ("nics_per_node", nics_per_node)):
+        check_positive(name, value, integer=True)
+    if n_nodes == 1:
+        return allreduce_time(n_bytes, gpus_per_node, intra, algorithm=algorithm)
+    gpu_link_, nic = link(intra), link(inter)
+    n = n_nodes * gpus_per_node
+    steps = 2 * ceil(log2(n)) if algorithm == "tree" else 2 * (n - 1)
+    latency = LAUNCH_LATENCY + steps * max(nic.hop_latency, gpu_link_.hop_latency)
+    traffic = bus_factor("allreduce", n) * n_bytes
+    achieved = min(gpu_link_.bandwidth * gpu_link_.achieved_fraction, nics_per_node * nic.bandwidth * nic.achieved_fraction)
+    peak = min(gpu_link_.bandwidth, nics_per_node * nic.bandwidth)
+    return Estimate(latency + traffic / peak, latency + traffic / achieved, latency + traffic / (0.85 * achieved))

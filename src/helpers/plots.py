@@ -148,3 +148,19 @@ def validation_scatter(ax: Axes, published: list[float], low: list[float], expec
         ax.legend(fontsize=7)
     ax.set_title(title, fontsize=10)
     return ax
+
+
+def scaling(fig, table: pd.DataFrame, *, title: str = "") -> None:
+    """Two panels from ``scaling.scaling_table``: step time split into compute and exposed
+    communication per GPU count, and the scaling efficiency curve."""
+    left, right = fig.subplots(1, 2)
+    labels = [str(n) for n in table["GPUs"]]
+    left.bar(labels, table["compute (s)"], color="#4C72B0", label="compute")
+    left.bar(labels, table["exposed (s)"], bottom=table["compute (s)"], color="#C44E52", label="exposed communication")
+    left.set(xlabel="GPUs", ylabel="seconds per step")
+    left.tick_params(axis="x", labelsize=7, rotation=45)
+    left.legend(fontsize=8, loc="lower left")
+    right.plot(table["GPUs"], table["efficiency"] * 100, marker="o")
+    right.set(xscale="log", xlabel="GPUs", ylabel="scaling efficiency (%)", ylim=(0, 105))
+    right.set_xticks(list(table["GPUs"]), labels, fontsize=7)
+    fig.suptitle(title, fontsize=10)

@@ -4,6 +4,8 @@ Everything inside the package is SI (bytes, seconds, FLOP, FLOP/s, bytes/s, watt
 these constants convert for display only.
 """
 
+import numbers
+
 KB, MB, GB, TB = 1e3, 1e6, 1e9, 1e12
 KiB, MiB, GiB = 2.0**10, 2.0**20, 2.0**30
 TFLOPS = 1e12  # FLOP/s
@@ -41,8 +43,8 @@ def dtype_bytes(dtype: str) -> float:
 
 def check_positive(name: str, value: float, *, integer: bool = False) -> None:
     """Raise a ValueError unless ``value`` is a positive number (an int when ``integer``)."""
-    kind = int if integer else (int, float)
-    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0 or value != value:
+    kind = numbers.Integral if integer else numbers.Real
+    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0 or value != value or value == float("inf"):
         what = "a positive integer" if integer else "a positive number"
         raise ValueError(f"{name} must be {what}, got {value!r}")
 

@@ -14,7 +14,7 @@ from dataclasses import replace
 
 import pandas as pd
 
-from . import _data, compute, gpus, models
+from . import _data, comm, compute, gpus, models, scaling
 from .estimate import Estimate
 from .units import HOUR
 
@@ -88,4 +88,43 @@ def inference_runs() -> pd.DataFrame:
                      "expected": band.expected, "band high": band.high, "inside band": band.contains(published),
                      "error": band.expected / published - 1, "bandwidth fraction": achieved,
                      "framework": row["framework"], "source": row["source"]})
+    return pd.DataFrame(rows)
+
+
+def communication_runs() -> pd.DataFrame:
+    """Every NCCL all-reduce measurement (bus bandwidth of large messages, time of small ones)
+    with the prediction of :mod:`comm` and its error."""
+    rows = []
+    for _, row in _data.table("nccl_runs").iterrows():
+        nodes, per_node, size = int(row["n_nodes"]), int(row["gpus_per_node"]), float(row["message_bytes"])
+        if nodes > 1:
+            t = comm.multinode_allreduce_time(size, nodes, per_node, row["intra"], row["inter"],
+                                              nics_per_node=int(row["nics_per_node"]))
+        else:
+            t = comm.allreduce_time(size, per_node, row["intra"])
+        if row["metric"] == "busbw":
+            predicted = comm.bus_bandwidth("allreduce", size, nodes * per_node, t.expected) / 1e9
+        else:
+            predicted = t.expected * 1e6
+        rows.append({"id": row["id"], "GPU": row["gpu"], "GPUs": nodes * per_node, "nodes": nodes,
+                     "link": row["intra"] if nodes == 1 else f"{row['intra']} + {int(row['nics_per_node'])} x {row['inter']}",
+                     "message (bytes)": size, "metric": row["metric"], "unit": row["unit"], "published": row["value"],
+                     "predicted": predicted, "error": predicted / row["value"] - 1, "source": row["source"]})
+    return pd.DataFrame(rows)
+
+
+def ddp_runs(*, overlap: float = 1.0) -> pd.DataFrame:
+    """Published data-parallel weak-scaling runs (ResNet-152, PyTorch DDP): measured efficiency
+    against the step model, with the single-GPU step time as the compute time and fp32 gradients
+    (DDP all-reduces the fp32 ``.grad`` of each parameter, also under autocast)."""
+    table = _data.table("ddp_runs")
+    rows = []
+    for _, row in table.iterrows():
+        single = table[(table["gpu"] == row["gpu"]) & (table["n_gpus"] == 1)].iloc[0]
+        compute_s = row["batch_per_gpu"] / single["images_per_s_per_gpu"]
+        step = scaling.data_parallel_step(row["params"] * 4, compute_s, int(row["n_gpus"]), row["link"], overlap=overlap)
+        rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "link": row["link"],
+                     "GPUs": int(row["n_gpus"]), "batch per GPU": int(row["batch_per_gpu"]),
+                     "measured efficiency": row["images_per_s_per_gpu"] / single["images_per_s_per_gpu"],
+                     "predicted efficiency": step.efficiency, "source": row["source"]})
     return pd.DataFrame(rows)

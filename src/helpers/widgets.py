@@ -14,7 +14,7 @@ import ipywidgets as w
 import pandas as pd
 from matplotlib.figure import Figure
 
-from . import compare, compute, gpus, memory, models, plots, roofline
+from . import comm, compare, compute, gpus, memory, models, plots, roofline, scaling
 from .units import DTYPES, GB
 
 CUSTOM = "custom"
@@ -266,7 +266,37 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
 
 
+def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
+    """Step time (compute and exposed communication) and scaling efficiency against GPU count."""
+    networks = tuple(n for n in comm.links() if n.startswith("ib-"))
+    controls = _model_controls(model) | {
+        "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
+        "tokens_per_gpu": w.SelectionSlider(options=tuple(2**k for k in range(10, 18)), value=16384,
+                                            description="tokens per GPU per step"),
+        "network": w.Dropdown(options=networks, value="ib-ndr", description="network between servers"),
+        "nics_per_node": w.Dropdown(options=(1, 2, 4, 8), value=8, description="NICs per server"),
+        "overlap": w.FloatSlider(value=1.0, min=0.0, max=1.0, step=0.05, description="overlap with backward"),
+        "zero_stage": w.Dropdown(options=memory.ZERO_STAGES, value=0, description="ZeRO stage"),
+    }
+
+    def result(model, size_b, gpu, **kw):
+        m = _model(model, size_b)
+        return scaling.scaling_table(lambda n: scaling.transformer_step(m, gpu, n, **kw))
+
+    def table(result, **kw):
+        return result
+
+    def draw(fig, result, table, model, size_b, gpu, network, nics_per_node, **kw):
+        label = _model(model, size_b).display_name
+        plots.scaling(fig, result, title=f"{label} on {gpus.get(gpu).name}, {kw['tokens_per_gpu']:,} tokens per GPU, "
+                                         f"{nics_per_node} x {network} per server, overlap {kw['overlap']:.0%}, "
+                                         f"ZeRO-{kw['zero_stage']}")
+
+    return Panel("Data-parallel scaling", controls, result, draw, table, figsize=(9, 3.8))
+
+
 def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
     return {"training_memory": training_memory, "inference_memory": inference_memory,
-            "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving}
+            "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving,
+            "data_parallel": data_parallel}
