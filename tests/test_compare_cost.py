@@ -1,6 +1,6 @@
 import pytest
 
-from helpers import compare, compute, cost, gpus
+from helpers import _data, compare, compute, cost, gpus
 
 
 def test_prices_are_dated_sourced_and_known_gpus():
@@ -15,6 +15,9 @@ def test_prices_are_dated_sourced_and_known_gpus():
 def test_price_lookup():
     assert cost.price("4090", "purchase") == 1599
     assert cost.price("V100") is None
+    h100 = cost.prices().query("gpu == 'H100-SXM5-80GB' and kind == 'cloud_hour'")
+    assert h100["provider"].nunique() >= 3
+    assert cost.price("H100") == pytest.approx(h100["usd"].median())
     with pytest.raises(ValueError, match="kind='monthly'"):
         cost.price("H100", "monthly")
 
@@ -35,3 +38,55 @@ def test_serving_estimate_and_table():
     table = compare.serving_table("llama-2-70b", weight_dtype="int4")
     fits = dict(zip(table["GPU"], table["fits"]))
     assert fits["A100-SXM4-80GB"] and not fits["RTX-4090-24GB"]
+
+
+def test_assumptions_are_sourced_bands():
+    table = _data.table("cost_assumptions")
+    assert (table["low"] <= table["expected"]).all() and (table["expected"] <= table["high"]).all()
+    assert (table["source"].str.len() > 20).all()
+    assert cost.assumption("pue").expected == pytest.approx(1.58)
+    with pytest.raises(ValueError, match="unknown assumption"):
+        cost.assumption("tax")
+
+
+def test_spot_overhead_follows_young():
+    """One instance, 10 interruptions a month, 5-minute checkpoints, no restart cost: Young's interval
+    tau = sqrt(2 * 5 * M) and an overhead of 5/tau + tau/(2M)."""
+    from math import sqrt
+    m = cost.HOURS_PER_MONTH * 60 / 10
+    tau = sqrt(2 * 5 * m)
+    o = cost.spot_overhead(8, interruptions_per_month=10, checkpoint_minutes=5, restart_minutes=0)
+    assert o.expected == pytest.approx(5 / tau + tau / (2 * m))
+    assert cost.spot_overhead(1024).expected > cost.spot_overhead(8).expected
+
+
+def test_training_cost_by_pricing():
+    runs = {p: cost.training_cost("llama-2-7b", 1e12, "H100", 64, pricing=p) for p in cost.PRICING}
+    hours = compute.training_time("llama-2-7b", 1e12, "H100", 64)
+    assert runs["on_demand"].expected == pytest.approx(hours.expected * 64 / 3600 * cost.price("H100"))
+    assert runs["spot"].expected < runs["reserved"].expected < runs["on_demand"].expected
+    mine = cost.training_cost("llama-2-7b", 1e12, "H100", 64, price_per_gpu_hour=2.0)
+    assert mine.expected == pytest.approx(hours.expected * 64 / 3600 * 2.0)
+    with pytest.raises(ValueError, match="no dated on-demand price for V100"):
+        cost.training_cost("llama-2-7b", 1e12, "V100", 8, dtype="fp16")
+    with pytest.raises(ValueError, match="pricing='lease'"):
+        cost.training_cost("llama-2-7b", 1e12, "H100", 8, pricing="lease")
+
+
+def test_ownership_and_break_even():
+    own = cost.ownership("H100", 8, years=3, utilization=1.0, gpu_price_usd=25000)
+    assert own.capex == pytest.approx(8 * 25000 / 0.8)
+    kwh = 8 * 0.7 * 1.8 * 3 * cost.HOURS_PER_YEAR
+    assert own.energy.expected == pytest.approx(kwh * 0.0835 * 1.58)
+    table = cost.rent_vs_buy("H100", 8, price_per_gpu_hour=100)
+    assert cost.break_even_months(table) <= 1
+    assert cost.break_even_months(cost.rent_vs_buy("H100", 8, price_per_gpu_hour=0.01)) is None
+    with pytest.raises(ValueError, match="utilization"):
+        cost.ownership("H100", 8, utilization=0)
+
+
+def test_serving_cost_per_million_tokens():
+    band = cost.serving_cost_per_million_tokens("llama-3-8b", "H100")
+    tps = compute.decode_throughput("llama-3-8b", "H100", context_len=2048)
+    assert band.expected == pytest.approx(cost.price("H100") / (tps.expected * 3600) * 1e6)
+    assert cost.serving_cost_per_million_tokens("llama-3-8b", "H100", batch_size=32).expected < band.expected / 10

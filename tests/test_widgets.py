@@ -21,7 +21,7 @@ def bar_total(panel):
 
 def test_panel_factories():
     assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference", "training_time",
-                                     "serving", "data_parallel"}
+                                     "serving", "data_parallel", "training_cost", "rent_or_buy"}
     for factory in widgets.panels().values():
         panel = factory()
         assert panel.result is not None and panel.message is None
@@ -142,3 +142,24 @@ def test_data_parallel_panel():
     panel.set(overlap=0.0)
     assert panel.result.set_index("GPUs").loc[16, "exposed (s)"] == pytest.approx(expected.communication)
     assert len(panel.figure.axes) == 2
+
+
+def test_training_cost_panel():
+    from helpers import cost
+    panel = widgets.training_cost()
+    assert set(panel.result) == set(cost.PRICING)
+    assert panel.result["on_demand"] == cost.training_cost("llama-2-7b", 1e12, "H100", 64)
+    panel.set(gpu="H100-NVL-94GB")  # no rental or purchase price in the data: the panel asks for one
+    assert panel.result is None and "type your own" in panel.message
+    panel.set(price=0.5)
+    assert panel.result["on_demand"].expected == pytest.approx(cost.training_cost("llama-2-7b", 1e12, "H100 NVL", 64,
+                                                                                  price_per_gpu_hour=0.5).expected)
+
+
+def test_rent_or_buy_panel():
+    from helpers import cost
+    panel = widgets.rent_or_buy()
+    assert cost.break_even_months(panel.result) is not None
+    panel.set(utilization=0.05)
+    assert cost.break_even_months(panel.result) is None
+    assert "renting stays cheaper" in panel.figure.axes[0].get_title()

@@ -1,14 +1,26 @@
-"""Prices of GPUs: purchase and rental, each dated and sourced (``data/prices.csv``).
+"""What GPUs cost: rental and purchase prices, training runs, ownership, serving.
 
-Prices move fast and differ by provider; every figure carries its date, provider and a
-confidence (high: vendor launch price; medium: a provider's list price; low: third-party report).
+Every price in ``data/prices.csv`` carries its date, provider and a confidence (high: vendor
+launch price; medium: a provider's list price; low: a third-party report). Discounts, interruption
+rates, power and server overheads are in ``data/cost_assumptions.csv`` as low/expected/high with
+their sources; every function takes the reader's own figures instead.
 """
+
+from dataclasses import dataclass
+from math import sqrt
 
 import pandas as pd
 
-from . import _data, gpus
+from . import _data, compute, gpus
+from .estimate import Estimate
+from .gpus import GPU
+from .models import Model
+from .units import HOUR, check_positive
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
+PRICING = ("on_demand", "reserved", "spot", "owned")
+HOURS_PER_YEAR = 8766.0  # 365.25 days
+HOURS_PER_MONTH = HOURS_PER_YEAR / 12
 
 
 def prices() -> pd.DataFrame:
@@ -16,11 +28,154 @@ def prices() -> pd.DataFrame:
     return _data.table("prices").copy()
 
 
-def price(gpu: "gpus.GPU | str", kind: str = "cloud_hour") -> float | None:
-    """The most recent ``kind`` price of ``gpu`` in US dollars (per GPU-hour for rentals), or None."""
+def price(gpu: "GPU | str", kind: str = "cloud_hour") -> float | None:
+    """Median ``kind`` price of ``gpu`` over the providers in the data, in US dollars (per GPU-hour
+    for rentals), or None when there is none."""
     if kind not in PRICE_KINDS:
         raise ValueError(f"kind={kind!r} is not supported; choose one of {', '.join(PRICE_KINDS)}")
-    name = gpus.get(gpu).name
     table = _data.table("prices")
-    rows = table[(table["gpu"] == name) & (table["kind"] == kind)].sort_values("date")
-    return None if rows.empty else float(rows["usd"].iloc[-1])
+    rows = table[(table["gpu"] == gpus.get(gpu).name) & (table["kind"] == kind)]
+    return None if rows.empty else float(rows["usd"].median())
+
+
+def assumption(name: str) -> Estimate:
+    """A sourced low/expected/high assumption of ``data/cost_assumptions.csv`` (see its ``source``)."""
+    table = _data.table("cost_assumptions").set_index("name")
+    if name not in table.index:
+        raise ValueError(f"unknown assumption {name!r}; known: {', '.join(table.index)}")
+    row = table.loc[name]
+    return Estimate(float(row["low"]), float(row["expected"]), float(row["high"]))
+
+
+def _given(value: "float | Estimate | None", name: str) -> Estimate:
+    if value is None:
+        return assumption(name)
+    return value if isinstance(value, Estimate) else Estimate.exact(float(value))
+
+
+def spot_overhead(n_gpus: int, *, gpus_per_instance: int = 8, interruptions_per_month: "float | Estimate | None" = None,
+                  checkpoint_minutes: "float | Estimate | None" = None,
+                  restart_minutes: "float | Estimate | None" = None) -> Estimate:
+    """Extra run time on spot instances, as a fraction of the uninterrupted time.
+
+    A job on k instances is interrupted k times as often as one instance (mean time M between
+    interruptions). Checkpointing every tau = sqrt(2 * delta * M) minimises the loss (Young 1974,
+    CACM 17(9), doi:10.1145/361147.361115; delta the checkpoint time): it costs delta/tau for the
+    checkpoints, tau/(2M) for the work redone after an interruption and R/M for restarts.
+    """
+    check_positive("n_gpus", n_gpus, integer=True)
+    check_positive("gpus_per_instance", gpus_per_instance, integer=True)
+    instances = -(-n_gpus // gpus_per_instance)
+    rate = _given(interruptions_per_month, "spot_interruptions_per_month")
+    delta = _given(checkpoint_minutes, "checkpoint_minutes")
+    restart = _given(restart_minutes, "restart_minutes")
+
+    def overhead(r: float, d: float, rr: float) -> float:
+        mtbi = HOURS_PER_MONTH * 60 / (r * instances)  # minutes between interruptions of the job
+        tau = sqrt(2 * d * mtbi)
+        return d / tau + tau / (2 * mtbi) + rr / mtbi
+
+    return Estimate(overhead(rate.low, delta.low, restart.low), overhead(rate.expected, delta.expected, restart.expected),
+                    overhead(rate.high, delta.high, restart.high))
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Buying GPUs: what it costs over ``years`` and per GPU-hour actually used (US dollars)."""
+
+    capex: float
+    energy: Estimate
+    gpu_hours_used: float
+
+    @property
+    def per_gpu_hour(self) -> Estimate:
+        return self.energy.map(lambda e: (self.capex + e) / self.gpu_hours_used)
+
+
+def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization: float = 0.7,
+              gpu_price_usd: float | None = None, electricity_usd_per_kwh: "float | Estimate | None" = None,
+              pue: "float | Estimate | None" = None) -> Ownership:
+    """Buy ``n_gpus`` GPUs in servers and run them for ``years`` at ``utilization``.
+
+    Capital: the GPU price over the GPUs' share of a server's price. Energy: the GPUs' TDP times
+    the server-to-GPU power ratio, times PUE, over the hours in use. No staff, space or network.
+    """
+    g = gpus.get(gpu)
+    check_positive("n_gpus", n_gpus, integer=True)
+    check_positive("years", years)
+    if not 0 < utilization <= 1:
+        raise ValueError(f"utilization must be in (0, 1], got {utilization}")
+    unit = gpu_price_usd if gpu_price_usd is not None else price(g, "purchase")
+    if unit is None:
+        raise ValueError(f"no dated purchase price for {g.name}; pass gpu_price_usd")
+    capex = n_gpus * unit / assumption("gpu_share_of_server").expected
+    hours = years * HOURS_PER_YEAR * utilization
+    kw = n_gpus * g.tdp_watts / 1000 * assumption("server_power_per_gpu_tdp").expected
+    tariff, p = _given(electricity_usd_per_kwh, "electricity_usd_per_kwh"), _given(pue, "pue")
+    energy = Estimate(kw * hours * tariff.low * p.low, kw * hours * tariff.expected * p.expected,
+                      kw * hours * tariff.high * p.high)
+    return Ownership(capex=capex, energy=energy, gpu_hours_used=n_gpus * hours)
+
+
+def hourly_rate(gpu: "GPU | str", pricing: str = "on_demand", *, price_per_gpu_hour: float | None = None,
+                discount: "float | Estimate | None" = None, **ownership_kwargs) -> Estimate:
+    """US dollars per GPU-hour under ``pricing``: the on-demand price (median of the data, or yours)
+    less the reserved or spot discount band, or the ownership cost per GPU-hour used."""
+    if pricing not in PRICING:
+        raise ValueError(f"pricing={pricing!r} is not supported; choose one of {', '.join(PRICING)}")
+    if pricing == "owned":
+        return ownership(gpu, 1, **ownership_kwargs).per_gpu_hour
+    base = price_per_gpu_hour if price_per_gpu_hour is not None else price(gpu, "cloud_hour")
+    if base is None:
+        raise ValueError(f"no dated on-demand price for {gpus.get(gpu).name}; pass price_per_gpu_hour")
+    check_positive("price_per_gpu_hour", base)
+    if pricing == "on_demand":
+        return Estimate.exact(base)
+    cut = _given(discount, f"{pricing}_discount")
+    return cut.map(lambda d: base * (1 - d))
+
+
+def training_cost(model: "Model | str | float", tokens: float, gpu: "GPU | str", n_gpus: int, *,
+                  pricing: str = "on_demand", dtype: str = "bf16", seq_len: int | None = None,
+                  price_per_gpu_hour: float | None = None, discount: "float | Estimate | None" = None,
+                  **ownership_kwargs) -> Estimate:
+    """US dollars for a training run: GPU-hours (:func:`compute.training_time`, with its MFU and
+    goodput bands; spot adds :func:`spot_overhead`) times the hourly rate under ``pricing``."""
+    time = compute.training_time(model, tokens, gpu, n_gpus, dtype=dtype, seq_len=seq_len)
+    if pricing == "spot":
+        extra = spot_overhead(n_gpus)
+        time = Estimate(time.low * (1 + extra.low), time.expected * (1 + extra.expected), time.high * (1 + extra.high))
+    rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour, discount=discount, **ownership_kwargs)
+    gpu_hours = time.map(lambda t: t * n_gpus / HOUR)
+    return Estimate(gpu_hours.low * rate.low, gpu_hours.expected * rate.expected, gpu_hours.high * rate.high)
+
+
+def serving_cost_per_million_tokens(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1,
+                                    batch_size: int = 1, context_len: int = 2048, weight_dtype: str = "bf16",
+                                    pricing: str = "on_demand", price_per_gpu_hour: float | None = None) -> Estimate:
+    """US dollars per million generated tokens at steady decoding (:func:`compute.decode_throughput`)."""
+    kv = "fp8" if weight_dtype == "fp8" else "bf16"
+    tps = compute.decode_throughput(model, gpu, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
+                                    weight_dtype=weight_dtype, kv_dtype=kv)
+    rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour)
+    per_token = Estimate(rate.low * n_gpus / (tps.high * HOUR), rate.expected * n_gpus / (tps.expected * HOUR),
+                         rate.high * n_gpus / (tps.low * HOUR))
+    return per_token * 1e6
+
+
+def rent_vs_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization: float = 0.7,
+                price_per_gpu_hour: float | None = None, gpu_price_usd: float | None = None) -> pd.DataFrame:
+    """Cumulative cost by month of renting on demand and of owning (capital up front, then energy)."""
+    own = ownership(gpu, n_gpus, years=years, utilization=utilization, gpu_price_usd=gpu_price_usd)
+    rate = hourly_rate(gpu, "on_demand", price_per_gpu_hour=price_per_gpu_hour).expected
+    months = range(int(years * 12) + 1)
+    used = n_gpus * HOURS_PER_MONTH * utilization
+    energy_per_month = own.energy.expected / (years * 12)
+    return pd.DataFrame({"month": list(months), "rent (USD)": [m * used * rate for m in months],
+                         "own (USD)": [own.capex + m * energy_per_month for m in months]})
+
+
+def break_even_months(table: pd.DataFrame) -> float | None:
+    """First month in a :func:`rent_vs_buy` table where owning has cost less than renting, or None."""
+    cheaper = table[table["own (USD)"] <= table["rent (USD)"]]
+    return None if cheaper.empty else float(cheaper["month"].iloc[0])

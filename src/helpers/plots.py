@@ -164,3 +164,17 @@ def scaling(fig, table: pd.DataFrame, *, title: str = "") -> None:
     right.set(xscale="log", xlabel="GPUs", ylabel="scaling efficiency (%)", ylim=(0, 105))
     right.set_xticks(list(table["GPUs"]), labels, fontsize=7)
     fig.suptitle(title, fontsize=10)
+
+
+def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, title: str = "") -> Axes:
+    """Cumulative cost of renting and of owning by month (``cost.rent_vs_buy``), break-even marked."""
+    ax.plot(table["month"], table["rent (USD)"] / 1e3, label="rent on demand")
+    ax.plot(table["month"], table["own (USD)"] / 1e3, label="buy (servers + energy)")
+    if break_even is not None:
+        ax.axvline(break_even, color="0.3", linestyle=":", linewidth=1)
+        ax.annotate(f" break-even: month {break_even:.0f}", (break_even, 0.05), xycoords=("data", "axes fraction"),
+                    fontsize=8)
+    ax.set(xlabel="months", ylabel="cumulative cost (thousand USD)")
+    ax.legend(fontsize=8)
+    ax.set_title(title + ("" if break_even is not None else ": renting stays cheaper"), fontsize=10)
+    return ax

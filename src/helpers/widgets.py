@@ -12,9 +12,10 @@ from typing import Any
 
 import ipywidgets as w
 import pandas as pd
+from IPython.display import Image
 from matplotlib.figure import Figure
 
-from . import comm, compare, compute, gpus, memory, models, plots, roofline, scaling
+from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling
 from .units import DTYPES, GB
 
 CUSTOM = "custom"
@@ -34,6 +35,7 @@ class Panel(w.VBox):
         self.result: Any = None
         self.table: pd.DataFrame | None = None
         self.message: str | None = None
+        self._png = b""
         self._holding = False
         self._message = w.HTML()
         self._output = w.Output()
@@ -84,13 +86,18 @@ class Panel(w.VBox):
         self._draw(self.figure, self.result, self.table, **values)
         self._output.outputs = self._rendered()
 
+    def snapshot(self) -> Image:
+        """The current figure as a PNG image, for showing a panel's default result in static pages."""
+        return Image(data=self._png, format="png")
+
     def _rendered(self) -> tuple[dict, ...]:
         """The figure (PNG) and table (HTML) as display outputs, set on the Output widget directly:
         no display messages, so a kernel without a front end (nbval, tests) sees nothing extra."""
         png = io.BytesIO()
         self.figure.savefig(png, format="png")
+        self._png = png.getvalue()
         outputs = [{"output_type": "display_data", "metadata": {},
-                    "data": {"image/png": base64.b64encode(png.getvalue()).decode(), "text/plain": self.title}}]
+                    "data": {"image/png": base64.b64encode(self._png).decode(), "text/plain": self.title}}]
         if self.table is not None:
             html = self.table.to_html(index=False, float_format=lambda v: f"{v:,.1f}")
             outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": html}})
@@ -295,8 +302,72 @@ def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
     return Panel("Data-parallel scaling", controls, result, draw, table, figsize=(9, 3.8))
 
 
+def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
+    """Dollars for a training run under each pricing model, with bands."""
+    controls = _model_controls(model) | {
+        "tokens_b": w.FloatLogSlider(value=1000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
+                                     readout_format=",.0f"),
+        "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
+        "n_gpus": w.SelectionSlider(options=TRAIN_COUNTS, value=64, description="GPUs"),
+        "dtype": w.Dropdown(options=("bf16", "fp16", "fp8", "tf32"), value="bf16", description="precision"),
+        "price": w.BoundedFloatText(value=0.0, min=0.0, max=100.0, step=0.01,
+                                    description="your $/GPU-hour (0: median of the data)"),
+    }
+
+    def result(model, size_b, tokens_b, gpu, n_gpus, dtype, price):
+        m, rate = _model(model, size_b), price or None
+        out = {}
+        for pricing in cost.PRICING:
+            try:
+                out[pricing] = cost.training_cost(m, tokens_b * 1e9, gpu, n_gpus, dtype=dtype, pricing=pricing,
+                                                  price_per_gpu_hour=rate)
+            except ValueError as error:
+                if "price" not in str(error):
+                    raise
+        if not out:
+            raise ValueError(f"no dated price for {gpus.get(gpu).name}: type your own $/GPU-hour")
+        return out
+
+    def table(result, **kw):
+        return pd.DataFrame([{"pricing": p, "low (USD)": e.low, "expected (USD)": e.expected, "high (USD)": e.high}
+                             for p, e in result.items()])
+
+    def draw(fig, result, table, model, size_b, tokens_b, gpu, n_gpus, dtype, price):
+        label = _model(model, size_b).display_name
+        plots.band_bars(fig.subplots(), list(result), list(result.values()), scale=1e3,
+                        xlabel="thousand US dollars (expected, with low-high band)",
+                        title=f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} x {gpus.get(gpu).name}, {dtype}")
+
+    return Panel("Training cost", controls, result, draw, table, figsize=(8, 3))
+
+
+def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
+    """Cumulative cost of renting on demand against owning, and the break-even month."""
+    controls = {
+        "gpu": w.Dropdown(options=[n for n in gpus.names() if cost.price(n, "purchase")], value=gpu, description="GPU"),
+        "n_gpus": w.SelectionSlider(options=(1, 2, 4, 8, 16, 32, 64), value=8, description="GPUs"),
+        "years": w.FloatSlider(value=3.0, min=1.0, max=6.0, step=0.5, description="years"),
+        "utilization": w.FloatSlider(value=0.7, min=0.05, max=1.0, step=0.05, description="utilization"),
+        "price": w.BoundedFloatText(value=0.0, min=0.0, max=100.0, step=0.01,
+                                    description="rental $/GPU-hour (0: median of the data)"),
+    }
+
+    def result(gpu, n_gpus, years, utilization, price):
+        return cost.rent_vs_buy(gpu, n_gpus, years=years, utilization=utilization, price_per_gpu_hour=price or None)
+
+    def table(result, **kw):
+        return result
+
+    def draw(fig, result, table, gpu, n_gpus, years, utilization, price):
+        months = cost.break_even_months(result)
+        plots.rent_vs_buy(fig.subplots(), result, months, title=f"{n_gpus} x {gpus.get(gpu).name}, "
+                                                                f"{utilization:.0%} utilization")
+
+    return Panel("Rent or buy", controls, result, draw, table, figsize=(8, 3.4))
+
+
 def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
     return {"training_memory": training_memory, "inference_memory": inference_memory,
             "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving,
-            "data_parallel": data_parallel}
+            "data_parallel": data_parallel, "training_cost": training_cost, "rent_or_buy": rent_or_buy}
