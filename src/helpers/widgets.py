@@ -215,6 +215,13 @@ def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB"
 TRAIN_COUNTS = tuple(2**k for k in range(15))
 
 
+def _catalog_bars(fig: Figure, table: pd.DataFrame, column: str, gpu: str, xlabel: str, title: str) -> None:
+    """One band bar per GPU of a ``compare`` table, the chosen GPU highlighted, misfits hatched."""
+    plots.band_bars(fig.subplots(), list(table["GPU"]), [compare.band(row, column) for _, row in table.iterrows()],
+                    highlight=gpus.get(gpu).name, excluded=set(table.loc[~table["fits"], "GPU"]), xlabel=xlabel,
+                    log=True, title=title)
+
+
 def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Days and GPU-hours to train a model on a GPU count, with the band, for every GPU."""
     controls = _model_controls(model) | {
@@ -233,13 +240,11 @@ def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
 
     def draw(fig, result, table, model, size_b, tokens_b, gpu, n_gpus, dtype):
         label = _model(model, size_b).display_name
-        bands = [compare.band(row, "days") for _, row in table.iterrows()]
         chosen = table.set_index("GPU").loc[gpus.get(gpu).name]
-        plots.band_bars(fig.subplots(), list(table["GPU"]), bands, highlight=gpus.get(gpu).name,
-                        excluded=set(table.loc[~table["fits"], "GPU"]), xlabel="days (expected, with low-high band)",
-                        log=True, title=f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} GPUs of each kind, {dtype}\n"
-                                        f"{gpus.get(gpu).name}: {chosen['days low']:,.1f}-{chosen['days high']:,.1f} days; "
-                                        f"{'fits' if chosen['fits'] else 'does not fit'} with ZeRO-3 and full recompute")
+        _catalog_bars(fig, table, "days", gpu, "days (expected, with low-high band)",
+                      f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} GPUs of each kind, {dtype}\n{gpus.get(gpu).name}: "
+                      f"{chosen['days low']:,.1f}-{chosen['days high']:,.1f} days; "
+                      f"{'fits' if chosen['fits'] else 'does not fit'} with ZeRO-3 and full recompute")
 
     return Panel("Training time", controls, result, draw, table, figsize=(8, 6))
 
@@ -261,14 +266,10 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
         return compare.serving_table(_model(model, size_b), **kw)
 
     def draw(fig, result, table, model, size_b, gpu, n_gpus, weight_dtype, batch_size, context_len):
-        label = _model(model, size_b).display_name
-        bands = [compare.band(row, "tokens/s") for _, row in table.iterrows()]
-        tps = result["tokens/s"]
-        plots.band_bars(fig.subplots(), list(table["GPU"]), bands, highlight=gpus.get(gpu).name,
-                        excluded=set(table.loc[~table["fits"], "GPU"]), xlabel="generated tokens/s, all sequences",
-                        log=True, title=f"{label}, {weight_dtype} weights, {n_gpus} GPU(s) each, batch {batch_size} x "
-                                        f"{context_len:,} tokens\n{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} "
-                                        f"tokens/s, {result['bound']}-bound")
+        label, tps = _model(model, size_b).display_name, result["tokens/s"]
+        _catalog_bars(fig, table, "tokens/s", gpu, "generated tokens/s, all sequences",
+                      f"{label}, {weight_dtype} weights, {n_gpus} GPU(s) each, batch {batch_size} x {context_len:,} tokens\n"
+                      f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {result['bound']}-bound")
 
     return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
 
