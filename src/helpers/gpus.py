@@ -32,6 +32,7 @@ class GPU:
     vendor: str
     architecture: str
     form_factor: str
+    segment: str
     launch_year: int
     memory_gb_vendor: float
     memory_bytes: float
@@ -86,6 +87,7 @@ def _from_row(row: pd.Series) -> GPU:
         vendor=row["vendor"],
         architecture=row["architecture"],
         form_factor=row["form_factor"],
+        segment=row["segment"],
         launch_year=int(row["launch_year"]),
         memory_gb_vendor=float(row["memory_gb_vendor"]),
         memory_bytes=float(row["memory_gib"]) * GiB,

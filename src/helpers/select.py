@@ -1,0 +1,147 @@
+"""Which GPUs, and how many: sweep the catalog for a workload and rank what works.
+
+For training tasks every GPU is tried at every power-of-two count with the most memory-frugal
+settings (ZeRO-3 and full recomputation for full training; adapters for LoRA and QLoRA); for
+serving, every tensor-parallel degree and weight format. Each GPU keeps its best option that
+fits and meets the constraints (cheapest where a price is known, else fastest), or, when none
+does, the option that came closest, with the constraint that binds and a one-line reason.
+"""
+
+from math import nan
+
+import pandas as pd
+
+from . import compute, cost, gpus, memory, scaling
+from .memory import as_model
+from .models import Model
+from .units import DAY, check_positive
+
+TASKS = ("pretrain", "finetune", "lora", "qlora", "serve")
+COUNTS = tuple(2**k for k in range(13))
+#: LoRA skips the weight gradients of the frozen base: about 4 instead of 6 FLOPs per parameter per token
+#: (forward, and backward through the activations only; Hu et al. 2021, arXiv:2106.09685, Sec. 4.2).
+ADAPTER_FLOPS_FACTOR = 4 / 6
+#: Below this data-parallel efficiency the network, not the GPUs, sets the pace.
+INTERCONNECT_FLOOR = 0.8
+#: Training deadline when none is given: a quarter, a common planning horizon (an assumption).
+DEFAULT_DEADLINE_DAYS = 90
+#: NICs per 8-GPU server: HGX-class servers carry one 400 Gb/s NIC per GPU (NVIDIA DGX H100 datasheet:
+#: 8 x ConnectX-7 400 Gb/s); for PCIe-card servers the book assumes one.
+NICS_PER_SERVER = {"hgx": 8, "pcie": 1}
+#: GeForce cards stay in one workstation: NVIDIA's GeForce software licence states 'No Datacenter
+#: Deployment. The SOFTWARE is not licensed for datacenter deployment' (clause added December 2017).
+CONSUMER_MAX_GPUS = 8
+
+
+def _training_dtype(g: gpus.GPU) -> str:
+    return "bf16" if g.supports("bf16") else "fp16"
+
+
+def _train_option(m: Model, g: gpus.GPU, n: int, task: str, tokens: float, seq_len: int) -> dict:
+    dtype = _training_dtype(g)
+    method = task if task in ("lora", "qlora") else "full"
+    need = memory.training(m, dtype=dtype, method=method, zero_stage=3 if method == "full" else 0, dp=n,
+                           recompute="full", seq_len=seq_len)
+    time = compute.training_time(m, tokens, g, n, dtype=dtype, seq_len=seq_len)
+    if method != "full":
+        time = time * ADAPTER_FLOPS_FACTOR
+    nics = NICS_PER_SERVER["hgx" if g.gpu_link_domain >= 8 else "pcie"]
+    efficiency = scaling.transformer_step(m, g, n, tokens_per_gpu=seq_len * 8, dtype=dtype, nics_per_node=nics,
+                                          zero_stage=3 if method == "full" else 0).efficiency
+    days = time.expected / efficiency / DAY
+    rate = cost.price(g, "cloud_hour")
+    return {"gpu": g.name, "segment": g.segment, "n_gpus": n,
+            "settings": f"{dtype}, {'ZeRO-3, ' if method == 'full' else method + ', '}full recompute",
+            "fits": memory.fits(need, g), "memory per GPU (GB)": need.total / 1e9, "days": days,
+            "days low": time.low / efficiency / DAY, "days high": time.high / efficiency / DAY,
+            "scaling efficiency": efficiency, "cost_usd": days * 24 * n * rate if rate else nan}
+
+
+def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
+    kv = "fp8" if dtype == "fp8" else "bf16"
+    need = memory.inference(m, weight_dtype=dtype, kv_dtype=kv, batch_size=batch_size, context_len=context_len, tp=tp)
+    tps = compute.decode_throughput(m, g, n_gpus=tp, batch_size=batch_size, context_len=context_len,
+                                    weight_dtype=dtype, kv_dtype=kv)
+    flops, read = compute.decode_step(m, batch_size=batch_size, context_len=context_len, weight_dtype=dtype,
+                                      kv_dtype=kv, n_gpus=tp)
+    compute_bound = flops / g.peak_flops(compute.compute_dtype(g, dtype)) > read / g.memory_bandwidth
+    rate = cost.price(g, "cloud_hour")
+    return {"gpu": g.name, "segment": g.segment, "n_gpus": tp, "settings": f"{dtype} weights, tensor parallel {tp}",
+            "fits": memory.fits(need, g), "memory per GPU (GB)": need.total / 1e9, "tokens/s": tps.expected,
+            "ms per token": batch_size / tps.expected * 1000, "bound": "compute" if compute_bound else "memory bandwidth",
+            "cost_usd": rate * tp / (tps.expected * 3600) * 1e6 if rate else nan}
+
+
+def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
+    if row["segment"] == "consumer" and row["n_gpus"] > CONSUMER_MAX_GPUS:
+        return "licence", (f"{row['n_gpus']} GeForce cards would need a data centre, which NVIDIA's GeForce licence "
+                           f"excludes; one workstation holds {CONSUMER_MAX_GPUS}")
+    if not row["fits"]:
+        return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even with ZeRO-3 over {row['n_gpus']} GPUs"
+    if deadline_days and row["days"] > deadline_days:
+        return "deadline", f"{row['days']:,.0f} days at {row['n_gpus']} GPUs, over the {deadline_days:g}-day deadline"
+    if budget_usd and row["cost_usd"] > budget_usd:
+        return "budget", f"${row['cost_usd']:,.0f} on demand, over the ${budget_usd:,.0f} budget"
+    if row["scaling efficiency"] < INTERCONNECT_FLOOR:
+        return "interconnect", f"{row['days']:,.1f} days, but only {row['scaling efficiency']:.0%} scaling efficiency"
+    return "compute", f"{row['days']:,.1f} days on {row['n_gpus']} GPUs" + (
+        f", ${row['cost_usd']:,.0f} on demand" if row["cost_usd"] == row["cost_usd"] else ", no dated price")
+
+
+def _serving_verdict(row: dict, latency_ms: float | None, budget_usd: float | None) -> tuple[str, str]:
+    if not row["fits"]:
+        return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU at {row['settings']}"
+    if latency_ms and row["ms per token"] > latency_ms:
+        return "latency", f"{row['ms per token']:,.1f} ms per token, over the {latency_ms:g} ms target"
+    if budget_usd and row["cost_usd"] > budget_usd:
+        return "budget", f"${row['cost_usd']:,.2f} per million tokens, over ${budget_usd:,.2f}"
+    price = f", ${row['cost_usd']:,.2f} per million tokens" if row["cost_usd"] == row["cost_usd"] else ", no dated price"
+    return row["bound"], f"{row['tokens/s']:,.0f} tokens/s, {row['ms per token']:,.1f} ms per token{price}"
+
+
+def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: float = 1e12,
+              deadline_days: float | None = DEFAULT_DEADLINE_DAYS, budget_usd: float | None = None, batch_size: int = 1,
+              context_len: int = 4096, latency_ms: float | None = None, seq_len: int = 2048,
+              max_gpus: int = 4096, gpu_names: list[str] | None = None) -> pd.DataFrame:
+    """Every GPU's best option for ``task``, ranked best first.
+
+    Training tasks use ``tokens``, ``deadline_days`` (90 unless given; None for none) and
+    ``budget_usd`` (on demand, US dollars);
+    ``serve`` uses ``batch_size``, ``context_len``, ``latency_ms`` (per output token) and
+    ``budget_usd`` (per million tokens). Columns: gpu, n_gpus, settings, fits, days or tokens/s,
+    cost_usd (NaN without a dated price), binding (memory, compute, memory bandwidth,
+    interconnect, latency, deadline, budget or licence) and reason.
+    """
+    if task not in TASKS:
+        raise ValueError(f"task={task!r} is not supported; choose one of {', '.join(TASKS)}")
+    m = as_model(model)
+    check_positive("max_gpus", max_gpus, integer=True)
+    names = gpu_names or gpus.names()
+    best = []
+    for g in map(gpus.get, names):
+        if task == "serve":
+            options = [_serve_option(m, g, tp, dtype, batch_size, context_len)
+                       for tp in (1, 2, 4, 8) if tp <= max_gpus and m.n_heads % tp == 0
+                       for dtype in ("bf16", "fp8", "int8", "int4") if dtype != "fp8" or g.supports("fp8")]
+            verdicts = [_serving_verdict(o, latency_ms, budget_usd) for o in options]
+        else:
+            check_positive("tokens", tokens)
+            options = [_train_option(m, g, n, task, tokens, seq_len) for n in COUNTS if n <= max_gpus]
+            verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in options]
+        for option, (binding, reason) in zip(options, verdicts):
+            option.update(binding=binding, reason=reason,
+                          ok=binding in ("compute", "memory bandwidth", "interconnect"))
+        feasible = [o for o in options if o["ok"]]
+        if feasible and task == "serve":  # cheapest per token, else most tokens/s per GPU
+            best.append(min(feasible, key=lambda o: (o["cost_usd"] != o["cost_usd"], o["cost_usd"],
+                                                     -o["tokens/s"] / o["n_gpus"])))
+        elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
+            best.append(min(feasible, key=lambda o: o["n_gpus"]))
+        else:  # what came closest: the largest configuration that fits, else the largest tried
+            fitting = [o for o in options if o["fits"]]
+            best.append(max(fitting or options, key=lambda o: o["n_gpus"]))
+    table = pd.DataFrame(best)
+    speed = "tokens/s" if task == "serve" else "days"
+    table["_rank"] = list(zip(~table["ok"], table["cost_usd"].isna(), table["cost_usd"].fillna(0),
+                              -table[speed] if task == "serve" else table[speed]))
+    return table.sort_values("_rank").drop(columns=["_rank", "ok", "segment"], errors="ignore").reset_index(drop=True)

@@ -1,0 +1,59 @@
+import pytest
+
+from helpers import gpus, select
+
+
+@pytest.fixture(scope="module")
+def pretrain_70b():
+    return select.recommend("llama-2-70b", task="pretrain", tokens=2e12)
+
+
+def test_pretraining_70b_ranks_datacenter_gpus_first_and_explains_consumer_cards(pretrain_70b):
+    top = pretrain_70b.head(3)
+    assert all(gpus.get(g).segment == "datacenter" for g in top["gpu"])
+    assert (top["binding"] == "compute").all()
+    rtx = pretrain_70b.set_index("gpu").loc["RTX-4090-24GB"]
+    assert rtx["binding"] in ("licence", "memory", "deadline")
+    assert "GeForce" in rtx["reason"] or "GB" in rtx["reason"]
+    assert set(pretrain_70b.columns) >= {"gpu", "n_gpus", "fits", "days", "cost_usd", "binding", "reason"}
+    assert len(pretrain_70b) == len(gpus.names())
+
+
+def test_recommendations_meet_the_deadline(pretrain_70b):
+    ok = pretrain_70b[pretrain_70b["binding"] == "compute"]
+    assert (ok["days"] <= select.DEFAULT_DEADLINE_DAYS).all() and ok["fits"].all()
+    tight = select.recommend("llama-2-70b", task="pretrain", tokens=2e12, deadline_days=5, gpu_names=["H100-SXM5-80GB"])
+    assert tight.loc[0, "binding"] == "deadline"
+
+
+def test_budget_binds():
+    r = select.recommend("llama-2-70b", task="pretrain", tokens=2e12, budget_usd=1e5, gpu_names=["H100-SXM5-80GB"])
+    assert r.loc[0, "binding"] == "budget" and "budget" in r.loc[0, "reason"]
+
+
+def test_memory_binds_when_nothing_fits():
+    r = select.recommend("llama-3.1-405b", task="serve", batch_size=1, context_len=4096, gpu_names=["RTX-4090-24GB"])
+    assert r.loc[0, "binding"] == "memory" and not r.loc[0, "fits"]
+
+
+def test_serving_7b_batch1_cheapest_card_beats_h100_per_token():
+    r = select.recommend("llama-2-7b", task="serve", batch_size=1)
+    ranked = list(r["gpu"])
+    assert ranked.index("RTX-4090-24GB") < ranked.index("H100-SXM5-80GB")
+    first = r.iloc[0]
+    assert first["binding"] == "memory bandwidth" and first["cost_usd"] > 0
+
+
+def test_latency_binds():
+    r = select.recommend("llama-2-70b", task="serve", batch_size=1, latency_ms=1, gpu_names=["H100-SXM5-80GB"])
+    assert r.loc[0, "binding"] == "latency"
+
+
+def test_adapters_train_on_one_gpu():
+    r = select.recommend("llama-2-70b", task="qlora", tokens=1e8)
+    assert r.loc[0, "n_gpus"] == 1 and r.loc[0, "binding"] == "compute"
+
+
+def test_bad_task():
+    with pytest.raises(ValueError, match="task='distill'"):
+        select.recommend("llama-2-7b", task="distill")
