@@ -49,3 +49,8 @@ def test_dense_shape_matches_any_size(n):
 def test_dense_rejects_bad_sizes(bad):
     with pytest.raises(ValueError, match="n_params"):
         models.dense(bad)
+
+
+@given(st.floats(min_value=1e8, max_value=1e13))
+def test_dense_heads_split_over_eight_gpus(n):
+    assert models.dense(n).n_heads % 8 == 0

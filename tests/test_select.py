@@ -57,3 +57,11 @@ def test_adapters_train_on_one_gpu():
 def test_bad_task():
     with pytest.raises(ValueError, match="task='distill'"):
         select.recommend("llama-2-7b", task="distill")
+
+
+def test_largest_trainable():
+    from helpers import memory
+    n = select.largest_trainable("A100 80GB", 8)
+    assert memory.fits(memory.training(n * 1e9, zero_stage=3, dp=8, recompute="full"), gpus.get("A100 80GB"))
+    assert not memory.fits(memory.training((n + 1) * 1e9, zero_stage=3, dp=8, recompute="full"), gpus.get("A100 80GB"))
+    assert 30 <= n <= 45

@@ -21,7 +21,7 @@ def bar_total(panel):
 
 def test_panel_factories():
     assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference", "training_time",
-                                     "serving", "data_parallel", "training_cost", "rent_or_buy"}
+                                     "serving", "data_parallel", "training_cost", "rent_or_buy", "selector"}
     for factory in widgets.panels().values():
         panel = factory()
         assert panel.result is not None and panel.message is None
@@ -163,3 +163,14 @@ def test_rent_or_buy_panel():
     panel.set(utilization=0.05)
     assert cost.break_even_months(panel.result) is None
     assert "renting stays cheaper" in panel.figure.axes[0].get_title()
+
+
+def test_selector_panel():
+    from helpers import select
+    panel = widgets.selector()
+    assert panel.result.iloc[0]["gpu"] == select.recommend("llama-2-70b", tokens=2e12).iloc[0]["gpu"]
+    panel.set(task="serve", model="llama-2-7b")
+    assert "tokens/s" in panel.result and panel.result.iloc[0]["binding"] == "memory bandwidth"
+    panel.set(budget_usd=1e-6)
+    assert (panel.result["binding"].isin(["budget", "memory"]) | panel.result["cost_usd"].isna()).all()
+    assert list(panel.table.columns) == ["gpu", "n_gpus", "settings", "binding", "reason"]

@@ -7,7 +7,7 @@ APIs, which no number settles, carry their sourced check as text (``checked_text
 
 import pandas as pd
 
-from . import _data, comm, compute, cost, gpus, memory, models, scaling
+from . import _data, comm, compute, cost, gpus, memory, models, scaling, select
 from .units import DAY, TFLOPS
 from .units import gb
 
@@ -326,6 +326,51 @@ def spot_saving() -> str:
     return (f"Spot against on-demand for Llama 2 7B on 64 H100s, interruptions included: {lo:.0%} to {hi:.0%} saved "
             f"(expected {1 - spot.expected / on.expected:.0%}). 75 % is possible with deep spot discounts and a "
             f"well-checkpointed job; no setup is given to check it.")
+
+
+def budget_50k() -> str:
+    rtx, a100 = cost.price("4090", "purchase"), cost.price("A100 40GB", "cloud_hour")
+    hours = 2000 / a100
+    return (f"Two RTX 4090s cost ${2 * rtx:,.0f} at launch price, for the cards alone (a workstation around them adds "
+            f"more). $2,000 a month buys {hours:,.0f} A100 40GB hours at ${a100:.2f}/h, about "
+            f"{hours / (cost.HOURS_PER_MONTH):.1f} GPUs running all month.")
+
+
+def four_a100() -> str:
+    full = select.largest_trainable("A100 40GB", 4)
+    qlora = max(b for b in range(1, 200) if memory.fits(memory.training(b * 1e9, method="qlora", recompute="full"),
+                                                       gpus.get("A100 40GB")))
+    serve = max(b for b in range(1, 200) if memory.fits(memory.inference(b * 1e9, tp=4), gpus.get("A100 40GB")))
+    return (f"4 x 40 GB = 160 GB. Full training (mixed-precision AdamW, ZeRO-3, full recompute) fits up to about "
+            f"{full}B parameters; QLoRA fine-tuning of up to about {qlora}B fits on one card; even BF16 inference stops "
+            f"near {serve}B over all four.")
+
+
+def eight_a100() -> str:
+    full = select.largest_trainable("A100 80GB", 8)
+    t = compute.training_time(100e9, compute.CHINCHILLA_TOKENS_PER_PARAM * 100e9, "A100 80GB", 8)
+    return (f"8 x 80 GB holds the training state of about {full}B parameters with ZeRO-3 and recompute, not 100B. And "
+            f"compute-optimal training of 100B ({compute.CHINCHILLA_TOKENS_PER_PARAM * 100}B tokens) would take "
+            f"{t.low / DAY / 365:.0f}-{t.high / DAY / 365:.0f} years on 8 A100s.")
+
+
+def superpod() -> str:
+    h100 = gpus.get("H100")
+    t = compute.training_time(1e9, 1e9, h100, 64)
+    budget = 90 * DAY / t.expected * 6 * 1e18  # FLOPs that 64 H100s deliver in 90 days at the expected MFU
+    n_opt = (budget / (6 * compute.CHINCHILLA_TOKENS_PER_PARAM)) ** 0.5
+    return (f"64 H100s are 8 DGX H100 systems of 8 GPUs. In 90 days they deliver about {budget:.1e} FLOP at the "
+            f"expected MFU: compute-optimal for a model of about {n_opt / 1e9:.0f}B parameters. Liquid cooling is what "
+            f"rack-scale Blackwell requires ({gpus.get('GB200').form_factor}), not 64 H100s.")
+
+
+def l40s_serving() -> str:
+    rows = []
+    for name in ("L40S", "H100", "A100 80GB", "L4"):
+        band = cost.serving_cost_per_million_tokens("llama-3-8b", name, batch_size=64, context_len=2048)
+        rows.append(f"{gpus.get(name).name} ${band.expected:.2f}")
+    return ("Llama 3 8B in BF16 at 64 concurrent 2048-token sequences, on-demand dollars per million tokens: "
+            + ", ".join(rows) + ". The L40S is a reasonable serving card, but not the cheapest per token at these prices.")
 
 
 def table() -> pd.DataFrame:

@@ -117,8 +117,9 @@ def catalog() -> pd.DataFrame:
 
 
 #: GPT-3's aspect ratio (d_model / n_layers = 128 for the 6.7B, 13B and 175B models,
-#: Brown et al. 2020, Table 2.1), head size 128 and d_ff = 4 d_model.
-_ASPECT, _HEAD_DIM, _VOCAB = 128, 128, 50257
+#: Brown et al. 2020, Table 2.1), head size 128 and d_ff = 4 d_model. d_model is rounded to a
+#: multiple of 1024 so that the heads split evenly over 1, 2, 4 or 8 tensor-parallel GPUs.
+_ASPECT, _HEAD_DIM, _VOCAB, _WIDTH_STEP = 128, 128, 50257, 1024
 MIN_PARAMS, MAX_PARAMS = 1e8, 1e13
 
 
@@ -126,12 +127,12 @@ def dense(n_params: float, *, name: str | None = None) -> Model:
     """A GPT-3-style dense shape for ``n_params`` parameters (100M to 10T), for sliders.
 
     d_model follows 12 * n_layers * d_model**2 ~ n_params at GPT-3's aspect ratio, rounded to a
-    multiple of the head size; n_layers is then fitted to the count. ``n_params`` is kept exact.
+    multiple of 1024; n_layers is then fitted to the count. ``n_params`` is kept exact.
     """
     check_positive("n_params", n_params)
     if not MIN_PARAMS <= n_params <= MAX_PARAMS:
         raise ValueError(f"n_params must be between {MIN_PARAMS:.0e} and {MAX_PARAMS:.0e}, got {n_params:.3g}")
-    d = max(_HEAD_DIM, round((_ASPECT * n_params / 12) ** (1 / 3) / _HEAD_DIM) * _HEAD_DIM)
+    d = max(_WIDTH_STEP, round((_ASPECT * n_params / 12) ** (1 / 3) / _WIDTH_STEP) * _WIDTH_STEP)
     layers = max(1, round((n_params - _VOCAB * d) / (12 * d * d)))
     label = name or f"dense-{n_params / 1e9:g}B"
     return Model(name=label, display_name=label, n_params=float(n_params), n_active_params=float(n_params),

@@ -178,3 +178,26 @@ def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, titl
     ax.legend(fontsize=8)
     ax.set_title(title + ("" if break_even is not None else ": renting stays cheaper"), fontsize=10)
     return ax
+
+
+BINDING_COLORS = {"compute": "#4C72B0", "memory bandwidth": "#55A868", "interconnect": "#DD8452", "memory": "#C44E52",
+                  "deadline": "#8172B3", "budget": "#937860", "latency": "#DA8BC3", "licence": "#8C8C8C"}
+
+
+def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
+    """``select.recommend`` as bars: cost (or, without a price, nothing) per GPU, coloured by the binding
+    constraint, labelled with the GPU count."""
+    serve = "tokens/s" in table
+    values = table["cost_usd"].fillna(0)
+    colors = [BINDING_COLORS[b] for b in table["binding"]]
+    ax.barh(table["gpu"], values, color=colors)
+    for y, (_, row) in enumerate(table.iterrows()):
+        price = "" if row["cost_usd"] == row["cost_usd"] else "no dated price, "
+        ax.annotate(f" {price}{row['n_gpus']} GPU{'s' if row['n_gpus'] > 1 else ''}, {row['binding']}",
+                    (values.iloc[y], y), va="center", fontsize=7)
+    ax.set_xlabel("US dollars per million tokens" if serve else "US dollars on demand")
+    ax.set_xlim(0, values.max() * 1.6 or 1)
+    ax.invert_yaxis()
+    ax.tick_params(axis="y", labelsize=8)
+    ax.set_title(title + " (best first; colour: what binds)", fontsize=10)
+    return ax

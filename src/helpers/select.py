@@ -145,3 +145,13 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
     table["_rank"] = list(zip(~table["ok"], table["cost_usd"].isna(), table["cost_usd"].fillna(0),
                               -table[speed] if task == "serve" else table[speed]))
     return table.sort_values("_rank").drop(columns=["_rank", "ok", "segment"], errors="ignore").reset_index(drop=True)
+
+
+def largest_trainable(gpu: "gpus.GPU | str", n_gpus: int, **kwargs) -> int:
+    """Largest dense model, in whole billions of parameters (up to 1000), whose full training fits
+    ``n_gpus`` of ``gpu`` with ZeRO-3 and full recomputation (0 if none)."""
+    g = gpus.get(gpu)
+    check_positive("n_gpus", n_gpus, integer=True)
+    fits = [b for b in range(1, 1001)
+            if memory.fits(memory.training(b * 1e9, zero_stage=3, dp=n_gpus, recompute="full", **kwargs), g)]
+    return max(fits, default=0)

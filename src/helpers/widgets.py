@@ -15,7 +15,7 @@ import pandas as pd
 from IPython.display import Image
 from matplotlib.figure import Figure
 
-from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling
+from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select
 from .units import DTYPES, GB
 
 CUSTOM = "custom"
@@ -367,8 +367,34 @@ def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
     return Panel("Rent or buy", controls, result, draw, table, figsize=(8, 3.4))
 
 
+def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
+    """Every GPU's best option for a task, ranked, with the constraint that binds."""
+    controls = _model_controls(model) | {
+        "task": w.Dropdown(options=select.TASKS, value=task, description="task"),
+        "tokens_b": w.FloatLogSlider(value=2000, base=10, min=-1, max=4.5, step=0.05,
+                                     description="training tokens (B)", readout_format=",.1f"),
+        "deadline_days": w.IntSlider(value=select.DEFAULT_DEADLINE_DAYS, min=1, max=365, description="deadline (days)"),
+        "budget_usd": w.BoundedFloatText(value=0.0, min=0.0, max=1e10, description="budget, $ (0: none)"),
+        "batch_size": w.IntSlider(value=1, min=1, max=256, description="serving batch"),
+        "context_len": w.SelectionSlider(options=SEQ_LENS, value=4096, description="serving context"),
+    }
+
+    def result(model, size_b, task, tokens_b, deadline_days, budget_usd, batch_size, context_len):
+        return select.recommend(_model(model, size_b), task=task, tokens=tokens_b * 1e9, deadline_days=deadline_days,
+                                budget_usd=budget_usd or None, batch_size=batch_size, context_len=context_len)
+
+    def table(result, **kw):
+        return result[["gpu", "n_gpus", "settings", "binding", "reason"]]
+
+    def draw(fig, result, table, model, size_b, task, **kw):
+        plots.recommendations(fig.subplots(), result, title=f"{_model(model, size_b).display_name}: {task}")
+
+    return Panel("GPU selector", controls, result, draw, table, figsize=(8, 6))
+
+
 def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
     return {"training_memory": training_memory, "inference_memory": inference_memory,
             "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving,
-            "data_parallel": data_parallel, "training_cost": training_cost, "rent_or_buy": rent_or_buy}
+            "data_parallel": data_parallel, "training_cost": training_cost, "rent_or_buy": rent_or_buy,
+            "selector": selector}
