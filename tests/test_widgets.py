@@ -21,7 +21,8 @@ def bar_total(panel):
 
 def test_panel_factories():
     assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference", "training_time",
-                                     "serving", "data_parallel", "training_cost", "rent_or_buy", "selector"}
+                                     "serving", "data_parallel", "training_cost", "rent_or_buy", "selector",
+                                     "wait_or_start"}
     for factory in widgets.panels().values():
         panel = factory()
         assert panel.result is not None and panel.message is None
@@ -174,3 +175,12 @@ def test_selector_panel():
     panel.set(budget_usd=1e-6)
     assert (panel.result["binding"].isin(["budget", "memory"]) | panel.result["cost_usd"].isna()).all()
     assert list(panel.table.columns) == ["gpu", "n_gpus", "settings", "binding", "reason"]
+
+
+def test_wait_or_start_panel():
+    from helpers import trends
+    panel = widgets.wait_or_start()
+    expected = trends.wait_or_start("llama-2-70b", 2e12, 512, later_price=6.0, wait_months=6.0)
+    assert panel.result == pytest.approx(expected)
+    panel.set(wait_months=0.0)
+    assert panel.result["wait: finish (days)"] < panel.result["start now: finish (days)"]

@@ -373,6 +373,48 @@ def l40s_serving() -> str:
             + ", ".join(rows) + ". The L40S is a reasonable serving card, but not the cheapest per token at these prices.")
 
 
+def blackwell() -> str:
+    b, h = gpus.get("B200"), gpus.get("H100")
+    return (f"{b.name}: launched {b.launch_year}, dense BF16 {b.peak_flops('bf16') / h.peak_flops('bf16'):.2f}x and "
+            f"memory bandwidth {b.memory_bandwidth / h.memory_bandwidth:.1f}x the H100 SXM, at "
+            f"{b.tdp_watts / h.tdp_watts:.2f}x the power.")
+
+
+def blackwell_fp8() -> str:
+    return "; ".join(f"{g.name}: {g.peak_flops('fp8') / 1e15:.1f} PFLOP/s dense, {g.peak_flops('fp8', sparse=True) / 1e15:.0f} "
+                     f"with sparsity" for g in map(gpus.get, ("B200", "GB200"))) + " (FP8)."
+
+
+def blackwell_memory() -> str:
+    b, gb200 = gpus.get("B200"), gpus.get("GB200")
+    return (f"B200: {b.memory_gb_vendor:g} GB on the package, {b.memory_bytes / 2**30:g} GB usable in HGX/DGX systems; "
+            f"GB200: {gb200.memory_gb_vendor:g} GB per GPU. 256 GB matches no Blackwell part in the catalog.")
+
+
+def nvlink5() -> str:
+    ln = comm.link(gpus.get("B200").gpu_link)
+    return (f"{ln.bandwidth_vendor / 1e12:.1f} TB/s is the total of both directions ({ln.kind}); "
+            f"{ln.bandwidth / 1e9:.0f} GB/s each way, twice NVLink 4.")
+
+
+def infrastructure() -> str:
+    own = cost.ownership("H100", 8, years=3, utilization=0.7)
+    return (f"Eight H100s in servers for three years at 70 % use: ${own.capex:,.0f} of hardware (GPUs at "
+            f"{cost.assumption('gpu_share_of_server').expected:.0%} of the server price) and ${own.energy.low:,.0f}-"
+            f"${own.energy.high:,.0f} of electricity (server power, PUE): energy adds "
+            f"{own.energy.expected / own.capex:.0%}, before staff, space and networking.")
+
+
+def waiting() -> str:
+    from . import trends
+    plan = trends.wait_or_start("llama-2-70b", 2e12, 512, later="H100", now="A100 80GB", wait_months=6,
+                                later_price=cost.price("H100"))
+    return (f"Training Llama 2 70B on 2T tokens with 512 GPUs: starting on A100s finishes on day "
+            f"{plan['start now: finish (days)']:.0f}; waiting 6 months for H100s finishes on day "
+            f"{plan['wait: finish (days)']:.0f}. Waiting pays off only if it is shorter than "
+            f"{plan['break-even wait (months)']:.1f} months.")
+
+
 def table() -> pd.DataFrame:
     """Every claim: id, section, quote_zh, claim_en, verdict, checked_value, source."""
     claims = _data.table("claims")

@@ -201,3 +201,18 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     ax.tick_params(axis="y", labelsize=8)
     ax.set_title(title + " (best first; colour: what binds)", fontsize=10)
     return ax
+
+
+def wait_curve(ax: Axes, result: dict, wait_months: float, *, title: str = "") -> Axes:
+    """Finish day of starting now (flat) and of waiting (rising with the wait), from ``trends.wait_or_start``."""
+    now = result["start now: finish (days)"]
+    run_later = result["wait: finish (days)"] - wait_months * 30.44
+    months = [m / 2 for m in range(0, 49)]
+    ax.axhline(now, color="#4C72B0", label="start now")
+    ax.plot(months, [m * 30.44 + run_later for m in months], color="#DD8452", label="wait, then run on the next generation")
+    ax.scatter([wait_months], [result["wait: finish (days)"]], color="#DD8452", zorder=3)
+    ax.axvline(max(result["break-even wait (months)"], 0), color="0.4", linestyle=":", linewidth=1)
+    ax.set(xlabel="months of waiting", ylabel="finished after (days)")
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return ax

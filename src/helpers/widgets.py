@@ -15,7 +15,7 @@ import pandas as pd
 from IPython.display import Image
 from matplotlib.figure import Figure
 
-from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select
+from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select, trends
 from .units import DTYPES, GB
 
 CUSTOM = "custom"
@@ -392,9 +392,38 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
     return Panel("GPU selector", controls, result, draw, table, figsize=(8, 6))
 
 
+def wait_or_start(model: str = "llama-2-70b") -> Panel:
+    """Finish day and cost of starting a run now against waiting for the next generation."""
+    controls = _model_controls(model) | {
+        "tokens_b": w.FloatLogSlider(value=2000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
+                                     readout_format=",.0f"),
+        "n_gpus": w.SelectionSlider(options=TRAIN_COUNTS, value=512, description="GPUs"),
+        "now": w.Dropdown(options=[n for n in gpus.names() if cost.price(n, "cloud_hour")], value="H100-SXM5-80GB",
+                          description="available now"),
+        "later": w.Dropdown(options=gpus.names(), value="B200-HGX-192GB", description="next generation"),
+        "later_price": w.BoundedFloatText(value=6.0, min=0.01, max=100.0, step=0.1,
+                                          description="its $/GPU-hour (your guess)"),
+        "wait_months": w.FloatSlider(value=6.0, min=0.0, max=24.0, step=0.5, description="wait (months)"),
+    }
+
+    def result(model, size_b, tokens_b, n_gpus, now, later, later_price, wait_months):
+        return trends.wait_or_start(_model(model, size_b), tokens_b * 1e9, n_gpus, now=now, later=later,
+                                    wait_months=wait_months, later_price=later_price)
+
+    def table(result, **kw):
+        return pd.DataFrame([result])
+
+    def draw(fig, result, table, model, size_b, tokens_b, n_gpus, now, later, later_price, wait_months):
+        plots.wait_curve(fig.subplots(), result, wait_months,
+                         title=f"{_model(model, size_b).display_name}, {tokens_b:,.0f}B tokens, {n_gpus} GPUs: "
+                               f"{gpus.get(now).name} now or {gpus.get(later).name} later")
+
+    return Panel("Wait or start now", controls, result, draw, table, figsize=(8, 3.4))
+
+
 def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
     return {"training_memory": training_memory, "inference_memory": inference_memory,
             "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving,
             "data_parallel": data_parallel, "training_cost": training_cost, "rent_or_buy": rent_or_buy,
-            "selector": selector}
+            "selector": selector, "wait_or_start": wait_or_start}

@@ -1,0 +1,47 @@
+"""Generations of GPUs side by side, and whether to wait for the next one."""
+
+import pandas as pd
+
+from . import compute, cost, gpus
+from .models import Model
+from .units import DAY, TFLOPS
+
+#: The flagship training GPU of each generation in the catalog, oldest first.
+FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72")
+
+
+def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
+    """Launch year, dense BF16 (FP16 on V100) and FP8 peaks, memory, bandwidth, power and
+    efficiency of each GPU, with the growth over the previous row."""
+    rows = []
+    for g in map(gpus.get, names):
+        half = "bf16" if g.supports("bf16") else "fp16"
+        rows.append({"GPU": g.name, "year": g.launch_year, "16-bit TFLOP/s": g.peak_flops(half) / TFLOPS,
+                     "FP8 TFLOP/s": g.peak_flops("fp8") / TFLOPS if g.supports("fp8") else None,
+                     "memory (GB)": g.memory_gb_vendor, "bandwidth (TB/s)": g.memory_bandwidth / 1e12,
+                     "power (W)": g.tdp_watts, "16-bit TFLOP/s per kW": g.peak_flops(half) / TFLOPS / g.tdp_watts * 1e3})
+    table = pd.DataFrame(rows)
+    table["16-bit growth"] = table["16-bit TFLOP/s"] / table["16-bit TFLOP/s"].shift()
+    return table
+
+
+def wait_or_start(model: "Model | str | float", tokens: float, n_gpus: int, *, now: str = "H100-SXM5-80GB",
+                  later: str = "B200-HGX-192GB", wait_months: float = 6.0, now_price: float | None = None,
+                  later_price: float) -> dict:
+    """Start a training run now on ``now`` GPUs, or wait ``wait_months`` for ``later`` ones.
+
+    Both runs use the same GPU count and the calibrated MFU bands of their architectures
+    (:func:`compute.training_time`); prices in US dollars per GPU-hour (``now_price`` defaults to
+    the median of the data; a GPU not yet rentable needs ``later_price``). Returns the finish day
+    (from today) and the cost of each, expected values.
+    """
+    if wait_months < 0:
+        raise ValueError(f"wait_months must be >= 0, got {wait_months}")
+    rate_now = cost.hourly_rate(now, price_per_gpu_hour=now_price).expected
+    t_now = compute.training_time(model, tokens, now, n_gpus).expected
+    t_later = compute.training_time(model, tokens, later, n_gpus).expected
+    wait_days = wait_months * 30.44
+    return {"start now: finish (days)": t_now / DAY, "wait: finish (days)": wait_days + t_later / DAY,
+            "start now: cost (USD)": t_now / 3600 * n_gpus * rate_now,
+            "wait: cost (USD)": t_later / 3600 * n_gpus * later_price,
+            "break-even wait (months)": (t_now - t_later) / DAY / 30.44}

@@ -1,0 +1,23 @@
+import pytest
+
+from helpers import compute, trends
+
+
+def test_generations_table():
+    table = trends.generations()
+    assert list(table["GPU"]) == list(trends.FLAGSHIPS)
+    assert table["year"].is_monotonic_increasing
+    h = table.set_index("GPU")
+    assert h.loc["H200-SXM-141GB", "16-bit growth"] == pytest.approx(1.0)  # same tensor cores as the H100
+    assert h.loc["H100-SXM5-80GB", "16-bit growth"] == pytest.approx(989.5 / 312)
+
+
+def test_wait_or_start():
+    plan = trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=0, later_price=6.0)
+    assert plan["wait: finish (days)"] < plan["start now: finish (days)"]
+    t_now = compute.training_time("llama-2-70b", 2e12, "H100", 512).expected / 86400
+    assert plan["start now: finish (days)"] == pytest.approx(t_now)
+    late = trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=plan["break-even wait (months)"] + 1, later_price=6.0)
+    assert late["wait: finish (days)"] > late["start now: finish (days)"]
+    with pytest.raises(ValueError, match="wait_months"):
+        trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=-1, later_price=6.0)
