@@ -111,6 +111,12 @@ def _model_controls(default: str) -> dict[str, w.ValueWidget]:
                                        description="custom size (B params)", readout_format=".3g")}
 
 
+def _tokens_slider(billions: float) -> w.FloatLogSlider:
+    """Training tokens in billions, 1B to about 30T on a log scale."""
+    return w.FloatLogSlider(value=billions, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
+                            readout_format=",.0f")
+
+
 def _model(model: str, size_b: float) -> models.Model:
     return models.dense(size_b * 1e9) if model == CUSTOM else models.get(model)
 
@@ -185,8 +191,7 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
 def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Training and inference FLOPs of a model, and its workloads on the GPU's roofline."""
     controls = _model_controls(model) | {
-        "tokens_b": w.FloatLogSlider(value=1000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
-                                     readout_format=",.0f"),
+        "tokens_b": _tokens_slider(1000),
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
         "dtype": w.Dropdown(options=("bf16", "fp16", "fp8", "tf32", "fp32"), value="bf16", description="precision"),
         "seq_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="sequence length"),
@@ -225,8 +230,7 @@ def _catalog_bars(fig: Figure, table: pd.DataFrame, column: str, gpu: str, xlabe
 def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Days and GPU-hours to train a model on a GPU count, with the band, for every GPU."""
     controls = _model_controls(model) | {
-        "tokens_b": w.FloatLogSlider(value=1000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
-                                     readout_format=",.0f"),
+        "tokens_b": _tokens_slider(1000),
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
         "n_gpus": w.SelectionSlider(options=TRAIN_COUNTS, value=64, description="GPUs"),
         "dtype": w.Dropdown(options=("bf16", "fp16", "fp8"), value="bf16", description="precision"),
@@ -306,8 +310,7 @@ def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
 def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Dollars for a training run under each pricing model, with bands."""
     controls = _model_controls(model) | {
-        "tokens_b": w.FloatLogSlider(value=1000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
-                                     readout_format=",.0f"),
+        "tokens_b": _tokens_slider(1000),
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
         "n_gpus": w.SelectionSlider(options=TRAIN_COUNTS, value=64, description="GPUs"),
         "dtype": w.Dropdown(options=("bf16", "fp16", "fp8", "tf32"), value="bf16", description="precision"),
@@ -395,8 +398,7 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
 def wait_or_start(model: str = "llama-2-70b") -> Panel:
     """Finish day and cost of starting a run now against waiting for the next generation."""
     controls = _model_controls(model) | {
-        "tokens_b": w.FloatLogSlider(value=2000, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
-                                     readout_format=",.0f"),
+        "tokens_b": _tokens_slider(2000),
         "n_gpus": w.SelectionSlider(options=TRAIN_COUNTS, value=512, description="GPUs"),
         "now": w.Dropdown(options=[n for n in gpus.names() if cost.price(n, "cloud_hour")], value="H100-SXM5-80GB",
                           description="available now"),
