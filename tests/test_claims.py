@@ -7,7 +7,8 @@ TABLE = claims.table()
 
 
 def test_table_shape_and_content():
-    assert list(TABLE.columns) == ["id", "section", "quote_zh", "claim_en", "verdict", "checked_value", "source"]
+    assert list(TABLE.columns) == ["id", "section", "quote_zh", "claim_en", "verdict", "note", "checked_value", "source"]
+    assert set(TABLE["verdict"]) <= set(claims.VERDICTS)
     assert TABLE["id"].is_unique
     assert TABLE.notna().all().all()
     assert (TABLE["checked_value"].str.len() > 40).all()
@@ -92,3 +93,10 @@ def test_every_claim_is_checked_in_a_chapter():
             glued |= set(re.findall(r"\{glue:md\}`([a-z0-9.-]+)-verdict`", "".join(cell["source"])))
     assert set(TABLE["id"]) <= glued, set(TABLE["id"]) - glued
     assert text
+
+
+def test_the_articles_known_errors_are_wrong():
+    verdicts = TABLE.set_index("id")["verdict"]
+    for claim_id in ("l40s-24gb", "l40s-150w", "rtx4090-tensor-cores", "hbm3e-256", "a6000-20b", "budget-4xa100",
+                     "8xa100-100b", "train-vs-infer"):
+        assert verdicts[claim_id] == "wrong", claim_id

@@ -10,4 +10,4 @@ import pandas as pd
 def table(name: str) -> pd.DataFrame:
     """The data file ``data/<name>.csv`` as a DataFrame (cached; callers must not mutate it)."""
     with resources.files("helpers").joinpath(f"data/{name}.csv").open(encoding="utf-8") as f:
-        return pd.read_csv(f)
+        return pd.read_csv(f, dtype={"section": str})  # article sections ("2.1") are labels, not numbers

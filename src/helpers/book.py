@@ -24,6 +24,8 @@ def glue_claim(claim_id: str) -> None:
     row = claims.get(claim_id)
     for field in CLAIM_FIELDS:
         text = str(row[field])
+        if field == "verdict" and row["note"]:
+            text = f"{text} ({row['note']})"
         if field == "quote_zh" and not re.search(r"[\u4e00-\u9fff]", text):
             text = f"`{text}`"  # the article's code, quoted as code
         glue_md(f"{claim_id}-{field}", text)
@@ -35,12 +37,17 @@ def glue_claims(*claim_ids: str) -> None:
         glue_claim(claim_id)
 
 
-def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "") -> HTML:
-    """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption) as
-    HTML whose ids derive from the content, so that re-executing a notebook changes nothing."""
+def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "",
+          highlight: list[bool] | None = None) -> HTML:
+    """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption, rows
+    marked in ``highlight`` shaded) as HTML whose ids derive from the content, so that
+    re-executing a notebook changes nothing."""
     uuid = hashlib.sha1((caption + frame.to_csv()).encode()).hexdigest()[:8]
     yes_no = {c: (lambda v: "yes" if v else "no") for c in frame.columns if frame[c].dtype == bool}
     styler = frame.style.set_uuid(uuid).hide(axis="index").format(yes_no | (formats or {}), na_rep="–")
+    if highlight is not None:  # rows to draw attention to, e.g. the article's wrong claims
+        marks = dict(zip(frame.index, highlight))
+        styler = styler.apply(lambda row: ["background-color: #fbe3e4" if marks[row.name] else "" for _ in row], axis=1)
     if caption:
         styler = styler.set_caption(caption)
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},

@@ -1,6 +1,7 @@
 """The article's checkable claims, each with the figure this package computes for it.
 
-Quotes, translations, verdicts and sources live in ``data/claims.csv``; the ``check`` column
+Quotes, translations, verdicts (one of :data:`VERDICTS`, with an optional note) and sources live
+in ``data/claims.csv``; the ``check`` column
 names the function below that computes the figure the verdict rests on. Claims about code or
 APIs, which no number settles, carry their sourced check as text (``checked_text``).
 """
@@ -9,6 +10,8 @@ import pandas as pd
 
 from . import _data, comm, compute, cost, gpus, memory, models, scaling, select
 from .units import DAY, TFLOPS
+
+VERDICTS = ("correct", "roughly right", "depends", "wrong", "unverifiable", "opinion")
 from .units import gb
 
 
@@ -416,12 +419,15 @@ def waiting() -> str:
 
 
 def table() -> pd.DataFrame:
-    """Every claim: id, section, quote_zh, claim_en, verdict, checked_value, source."""
+    """Every claim, in the order of the article's sections: id, section, quote_zh, claim_en, verdict,
+    note, checked_value, source."""
     claims = _data.table("claims")
+    order = sorted(range(len(claims)), key=lambda i: tuple(int(p) for p in claims["section"].iloc[i].split(".")))
+    claims = claims.iloc[order].reset_index(drop=True)
     checked = [globals()[name]() if isinstance(name, str) else text
                for name, text in zip(claims["check"], claims["checked_text"])]
-    return claims.drop(columns=["check", "checked_text"]).assign(checked_value=checked)[
-        ["id", "section", "quote_zh", "claim_en", "verdict", "checked_value", "source"]]
+    return claims.drop(columns=["check", "checked_text"]).assign(checked_value=checked, note=claims["note"].fillna(""))[
+        ["id", "section", "quote_zh", "claim_en", "verdict", "note", "checked_value", "source"]]
 
 
 def get(claim_id: str) -> pd.Series:
