@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from helpers import comm, gpus
+from helpers import comm
 
 
 def test_links_are_sourced_and_one_way():

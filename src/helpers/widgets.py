@@ -16,7 +16,7 @@ from IPython.display import Image
 from matplotlib.figure import Figure
 
 from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select, trends
-from .units import DTYPES, GB
+from .units import DTYPES
 
 CUSTOM = "custom"
 SEQ_LENS = tuple(2**k for k in range(8, 18))
