@@ -418,6 +418,39 @@ def waiting() -> str:
             f"{plan['break-even wait (months)']:.1f} months.")
 
 
+def inference_priorities() -> str:
+    rows, per_kw = [], {}
+    for name in ("L4", "L40S", "H100"):
+        g = gpus.get(name)
+        tps = compute.decode_throughput("llama-3-8b", g, context_len=2048).expected
+        per_kw[g.name] = tps / g.tdp_watts * 1000
+        rows.append(f"{g.name} {1000 / tps:.0f} ms per token, {per_kw[g.name]:.0f} tokens/s per kW of TDP")
+    return ("Batch-1 decoding of Llama 3 8B in BF16: " + "; ".join(rows) + ". Latency follows memory bandwidth, and "
+            f"per kW the {max(per_kw, key=per_kw.get)} does best here: a low-power card is not automatically efficient.")
+
+
+def gpt3_size() -> str:
+    m = models.get("gpt3-175b")
+    return f"{m.n_params / 1e9:.1f}B parameters ({m.n_layers} layers of width {m.d_model:,}); the shape gives {m.params_from_shape() / 1e9:.1f}B."
+
+
+def rtx4090_fp32() -> str:
+    g, a = gpus.get("4090"), gpus.get("A100 80GB")
+    return (f"RTX 4090 FP32 (CUDA cores) {g.peak_flops('fp32') / TFLOPS:.1f} TFLOP/s against the A100's "
+            f"{a.peak_flops('fp32') / TFLOPS:.1f}: {g.peak_flops('fp32') / a.peak_flops('fp32'):.1f}x. Training uses the "
+            f"tensor cores instead, where the A100 leads.")
+
+
+def a100_nvlink() -> str:
+    from . import validation
+    ln = comm.link(gpus.get("A100 80GB").gpu_link)
+    runs = validation.ddp_runs()
+    a100 = runs[(runs["GPU"] == "A100-SXM4-80GB") & (runs["GPUs"] == 8)]["measured efficiency"].iloc[0]
+    return (f"NVLink 3 with NVSwitch: {ln.bandwidth / 1e9:.0f} GB/s each way per GPU ({ln.bandwidth_vendor / 1e9:.0f} GB/s "
+            f"quoted); 8 A100s scaled ResNet-152 at {a100:.1%} efficiency in a published DDP benchmark. The A100 PCIe "
+            f"joins only pairs through a bridge.")
+
+
 def table() -> pd.DataFrame:
     """Every claim, in the order of the article's sections: id, section, quote_zh, claim_en, verdict,
     note, checked_value, source."""
