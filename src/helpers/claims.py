@@ -451,21 +451,27 @@ def a100_nvlink() -> str:
             f"joins only pairs through a bridge.")
 
 
+COLUMNS = ["id", "section", "quote_zh", "claim_en", "verdict", "note", "checked_value", "source"]
+
+
+def _checked(rows: pd.DataFrame) -> pd.DataFrame:
+    """``rows`` of ``data/claims.csv`` with their checks computed (or their sourced text)."""
+    checked = [globals()[name]() if isinstance(name, str) else text for name, text in zip(rows["check"], rows["checked_text"])]
+    return rows.assign(checked_value=checked, note=rows["note"].fillna(""))[COLUMNS]
+
+
 def table() -> pd.DataFrame:
     """Every claim, in the order of the article's sections: id, section, quote_zh, claim_en, verdict,
     note, checked_value, source."""
     claims = _data.table("claims")
     order = sorted(range(len(claims)), key=lambda i: tuple(int(p) for p in claims["section"].iloc[i].split(".")))
-    claims = claims.iloc[order].reset_index(drop=True)
-    checked = [globals()[name]() if isinstance(name, str) else text
-               for name, text in zip(claims["check"], claims["checked_text"])]
-    return claims.drop(columns=["check", "checked_text"]).assign(checked_value=checked, note=claims["note"].fillna(""))[
-        ["id", "section", "quote_zh", "claim_en", "verdict", "note", "checked_value", "source"]]
+    return _checked(claims.iloc[order].reset_index(drop=True))
 
 
 def get(claim_id: str) -> pd.Series:
-    """One claim by id, with its checked value."""
-    rows = table().set_index("id")
-    if claim_id not in rows.index:
-        raise ValueError(f"unknown claim {claim_id!r}; known: {', '.join(rows.index)}")
-    return rows.loc[claim_id]
+    """One claim by id, with its checked value (computing only that claim's check)."""
+    claims = _data.table("claims")
+    rows = claims[claims["id"] == claim_id]
+    if rows.empty:
+        raise ValueError(f"unknown claim {claim_id!r}; known: {', '.join(claims['id'])}")
+    return _checked(rows).set_index("id").iloc[0]
