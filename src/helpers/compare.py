@@ -36,7 +36,7 @@ def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, n_g
     """Tokens/s of all sequences, time per output token, time to first token (a ``context_len``
     prompt), the roof that binds decoding, and whether the model fits."""
     g, m = gpus.get(gpu), memory.as_model(model)
-    kv = "fp8" if weight_dtype == "fp8" else "bf16"
+    kv = memory.serving_kv_dtype(weight_dtype)
     tps = compute.decode_throughput(m, g, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
                                     weight_dtype=weight_dtype, kv_dtype=kv)
     ttft = compute.prefill_time(m, g, context_len, n_gpus=n_gpus, dtype=weight_dtype)

@@ -11,7 +11,7 @@ from math import sqrt
 
 import pandas as pd
 
-from . import _data, compute, gpus
+from . import _data, compute, gpus, memory
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
@@ -154,7 +154,7 @@ def serving_cost_per_million_tokens(model: "Model | str | float", gpu: "GPU | st
                                     batch_size: int = 1, context_len: int = 2048, weight_dtype: str = "bf16",
                                     pricing: str = "on_demand", price_per_gpu_hour: float | None = None) -> Estimate:
     """US dollars per million generated tokens at steady decoding (:func:`compute.decode_throughput`)."""
-    kv = "fp8" if weight_dtype == "fp8" else "bf16"
+    kv = memory.serving_kv_dtype(weight_dtype)
     tps = compute.decode_throughput(model, gpu, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
                                     weight_dtype=weight_dtype, kv_dtype=kv)
     rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour)

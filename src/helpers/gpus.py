@@ -67,11 +67,6 @@ class GPU:
         """Whether the GPU has a dense peak rate for ``dtype``."""
         return dtype in dict(self.dense_flops)
 
-    @property
-    def memory_gb(self) -> float:
-        """Usable memory in decimal GB (the unit model sizes are quoted in)."""
-        return self.memory_bytes / GB
-
 
 def _text(value: object) -> str:
     return "" if pd.isna(value) else str(value)

@@ -222,6 +222,11 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     )
 
 
+def serving_kv_dtype(weight_dtype: str) -> str:
+    """The KV-cache format served with ``weight_dtype`` weights: FP8 beside FP8 weights, else BF16."""
+    return "fp8" if weight_dtype == "fp8" else "bf16"
+
+
 def kv_cache_per_token(model: "Model | str | float", kv_dtype: str = "bf16") -> float:
     """KV-cache bytes per token over all layers: 2 (K and V) * layers * kv_heads * head_dim * bytes.
 

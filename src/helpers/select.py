@@ -11,7 +11,7 @@ from math import nan
 
 import pandas as pd
 
-from . import compute, cost, gpus, memory, scaling
+from . import compare, compute, cost, gpus, memory, scaling
 from .memory import as_model
 from .models import Model
 from .units import DAY, check_positive
@@ -58,18 +58,12 @@ def _train_option(m: Model, g: gpus.GPU, n: int, task: str, tokens: float, seq_l
 
 
 def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
-    kv = "fp8" if dtype == "fp8" else "bf16"
-    need = memory.inference(m, weight_dtype=dtype, kv_dtype=kv, batch_size=batch_size, context_len=context_len, tp=tp)
-    tps = compute.decode_throughput(m, g, n_gpus=tp, batch_size=batch_size, context_len=context_len,
-                                    weight_dtype=dtype, kv_dtype=kv)
-    flops, read = compute.decode_step(m, batch_size=batch_size, context_len=context_len, weight_dtype=dtype,
-                                      kv_dtype=kv, n_gpus=tp)
-    compute_bound = flops / g.peak_flops(compute.compute_dtype(g, dtype)) > read / g.memory_bandwidth
-    rate = cost.price(g, "cloud_hour")
+    e = compare.serving_estimate(m, g, n_gpus=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
+    tps, rate = e["tokens/s"].expected, cost.price(g, "cloud_hour")
     return {"gpu": g.name, "segment": g.segment, "n_gpus": tp, "settings": f"{dtype} weights, tensor parallel {tp}",
-            "fits": memory.fits(need, g), "memory per GPU (GB)": need.total / 1e9, "tokens/s": tps.expected,
-            "ms per token": batch_size / tps.expected * 1000, "bound": "compute" if compute_bound else "memory bandwidth",
-            "cost_usd": rate * tp / (tps.expected * 3600) * 1e6 if rate else nan}
+            "fits": e["fits"], "memory per GPU (GB)": e["memory per GPU (GB)"], "tokens/s": tps,
+            "ms per token": batch_size / tps * 1000, "bound": "memory bandwidth" if e["bound"] == "memory" else "compute",
+            "cost_usd": rate * tp / (tps * 3600) * 1e6 if rate else nan}
 
 
 def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
