@@ -14,7 +14,7 @@ def test_prices_are_dated_sourced_and_known_gpus():
 
 def test_price_lookup():
     assert cost.price("4090", "purchase") == 1599
-    assert cost.price("V100") is None
+    assert cost.price("H200 NVL") is None
     h100 = cost.prices().query("gpu == 'H100-SXM5-80GB' and kind == 'cloud_hour'")
     assert h100["provider"].nunique() >= 3
     assert cost.price("H100") == pytest.approx(h100["usd"].median())
@@ -64,11 +64,12 @@ def test_training_cost_by_pricing():
     runs = {p: cost.training_cost("llama-2-7b", 1e12, "H100", 64, pricing=p) for p in cost.PRICING}
     hours = compute.training_time("llama-2-7b", 1e12, "H100", 64)
     assert runs["on_demand"].expected == pytest.approx(hours.expected * 64 / 3600 * cost.price("H100"))
-    assert runs["spot"].expected < runs["reserved"].expected < runs["on_demand"].expected
+    assert runs["reserved_3y"].expected < runs["reserved_1y"].expected < runs["on_demand"].expected
+    assert runs["spot"].expected < runs["on_demand"].expected
     mine = cost.training_cost("llama-2-7b", 1e12, "H100", 64, price_per_gpu_hour=2.0)
     assert mine.expected == pytest.approx(hours.expected * 64 / 3600 * 2.0)
-    with pytest.raises(ValueError, match="no dated on-demand price for V100"):
-        cost.training_cost("llama-2-7b", 1e12, "V100", 8, dtype="fp16")
+    with pytest.raises(ValueError, match="no dated on-demand price for H200-NVL-141GB"):
+        cost.training_cost("llama-2-7b", 1e12, "H200 NVL", 8)
     with pytest.raises(ValueError, match="pricing='lease'"):
         cost.training_cost("llama-2-7b", 1e12, "H100", 8, pricing="lease")
 

@@ -12,11 +12,17 @@ def test_pretraining_70b_ranks_datacenter_gpus_first_and_explains_consumer_cards
     top = pretrain_70b.head(3)
     assert all(gpus.get(g).segment == "datacenter" for g in top["gpu"])
     assert (top["binding"] == "compute").all()
-    rtx = pretrain_70b.set_index("gpu").loc["RTX-4090-24GB"]
-    assert rtx["binding"] in ("licence", "memory", "deadline")
-    assert "GeForce" in rtx["reason"] or "GB" in rtx["reason"]
+    rtx = pretrain_70b.set_index("gpu").loc["RTX-4090-24GB"]  # one workstation of 24 GB cards cannot hold it
+    assert rtx["binding"] == "memory" and rtx["n_gpus"] == select.CONSUMER_MAX_GPUS
+    assert "GB per GPU even with ZeRO-3" in rtx["reason"]
     assert set(pretrain_70b.columns) >= {"gpu", "n_gpus", "fits", "days", "cost_usd", "binding", "reason"}
     assert len(pretrain_70b) == len(gpus.names())
+
+
+def test_one_machine_limits_for_consumer_and_workstation_cards():
+    table = select.recommend("llama-2-13b", task="pretrain", tokens=2e12, gpu_names=["RTX-4090-24GB", "RTX-6000-Ada-48GB"])
+    for row in table.itertuples():  # more cards would finish within the deadline, but cannot be had
+        assert row.n_gpus <= 8 and row.binding in ("memory", "deadline")
 
 
 def test_recommendations_meet_the_deadline(pretrain_70b):

@@ -150,10 +150,10 @@ def test_training_cost_panel():
     panel = widgets.training_cost()
     assert set(panel.result) == set(cost.PRICING)
     assert panel.result["on_demand"] == cost.training_cost("llama-2-7b", 1e12, "H100", 64)
-    panel.set(gpu="H100-NVL-94GB")  # no rental or purchase price in the data: the panel asks for one
+    panel.set(gpu="H200-NVL-141GB")  # no rental or purchase price in the data: the panel asks for one
     assert panel.result is None and "type your own" in panel.message
     panel.set(price=0.5)
-    assert panel.result["on_demand"].expected == pytest.approx(cost.training_cost("llama-2-7b", 1e12, "H100 NVL", 64,
+    assert panel.result["on_demand"].expected == pytest.approx(cost.training_cost("llama-2-7b", 1e12, "H200 NVL", 64,
                                                                                   price_per_gpu_hour=0.5).expected)
 
 

@@ -11,12 +11,19 @@ from . import claims
 CLAIM_FIELDS = ("quote_zh", "claim_en", "verdict", "checked_value")
 
 
+def glue(name: str, obj: object) -> None:
+    """Make ``obj`` (a table, markdown) available as ``{glue}`name``` on this page, or as
+    ``{glue}`path/to/notebook.ipynb::name``` on another, without showing it here."""
+    from myst_nb import glue as myst_glue
+
+    myst_glue(name, obj, display=False)
+
+
 def glue_md(name: str, text: str) -> None:
     """Make ``text`` (markdown) available to the page as ``{glue:md}`name```, without showing it here."""
     from IPython.display import Markdown
-    from myst_nb import glue
 
-    glue(name, Markdown(text), display=False)
+    glue(name, Markdown(text))
 
 
 def glue_claim(claim_id: str) -> None:

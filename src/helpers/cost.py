@@ -7,6 +7,7 @@ their sources; every function takes the reader's own figures instead.
 """
 
 from dataclasses import dataclass
+from functools import cache
 from math import sqrt
 
 import pandas as pd
@@ -18,7 +19,7 @@ from .models import Model
 from .units import HOUR, check_positive
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
-PRICING = ("on_demand", "reserved", "spot", "owned")
+PRICING = ("on_demand", "reserved_1y", "reserved_3y", "spot", "owned")
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12
 
@@ -28,14 +29,30 @@ def prices() -> pd.DataFrame:
     return _data.table("prices").copy()
 
 
+@cache
+def _medians() -> dict[tuple[str, str], float]:
+    """(gpu, kind) -> median price over the providers in the data (computed once)."""
+    return _data.table("prices").groupby(["gpu", "kind"])["usd"].median().to_dict()
+
+
 def price(gpu: "GPU | str", kind: str = "cloud_hour") -> float | None:
     """Median ``kind`` price of ``gpu`` over the providers in the data, in US dollars (per GPU-hour
     for rentals), or None when there is none."""
     if kind not in PRICE_KINDS:
         raise ValueError(f"kind={kind!r} is not supported; choose one of {', '.join(PRICE_KINDS)}")
+    return _medians().get((gpus.get(gpu).name, kind))
+
+
+def price_summary() -> pd.DataFrame:
+    """Per catalog GPU: how many on-demand prices the data holds, their lowest, median and highest
+    (US dollars per GPU-hour) and dates, and the median purchase price (US dollars)."""
     table = _data.table("prices")
-    rows = table[(table["gpu"] == gpus.get(gpu).name) & (table["kind"] == kind)]
-    return None if rows.empty else float(rows["usd"].median())
+    rent = table[table["kind"] == "cloud_hour"].groupby("gpu")
+    summary = pd.DataFrame({"on-demand prices": rent.size(), "lowest (USD/h)": rent["usd"].min(),
+                            "median (USD/h)": rent["usd"].median(), "highest (USD/h)": rent["usd"].max(),
+                            "dated": rent["date"].agg(lambda d: f"{min(d)} to {max(d)}" if min(d) != max(d) else min(d)),
+                            "purchase (USD)": table[table["kind"] == "purchase"].groupby("gpu")["usd"].median()})
+    return summary.reindex(gpus.names()).rename_axis("gpu").reset_index()
 
 
 def assumption(name: str) -> Estimate:
@@ -120,7 +137,8 @@ def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization:
 def hourly_rate(gpu: "GPU | str", pricing: str = "on_demand", *, price_per_gpu_hour: float | None = None,
                 discount: "float | Estimate | None" = None, **ownership_kwargs) -> Estimate:
     """US dollars per GPU-hour under ``pricing``: the on-demand price (median of the data, or yours)
-    less the reserved or spot discount band, or the ownership cost per GPU-hour used."""
+    less the 1- or 3-year commitment or spot discount band (sourced in ``cost_assumptions.csv``,
+    or yours), or the ownership cost per GPU-hour used."""
     if pricing not in PRICING:
         raise ValueError(f"pricing={pricing!r} is not supported; choose one of {', '.join(PRICING)}")
     if pricing == "owned":

@@ -31,6 +31,9 @@ NICS_PER_SERVER = {"hgx": 8, "pcie": 1}
 #: GeForce cards stay in one workstation: NVIDIA's GeForce software licence states 'No Datacenter
 #: Deployment. The SOFTWARE is not licensed for datacenter deployment' (clause added December 2017).
 CONSUMER_MAX_GPUS = 8
+#: Workstation cards (RTX A-series, RTX 6000 Ada) are rented one machine of up to 8 at a time: none
+#: of the providers in prices.csv offers them as multi-server clusters with a scale-out network.
+WORKSTATION_MAX_GPUS = 8
 
 
 def _training_dtype(g: gpus.GPU) -> str:
@@ -70,6 +73,9 @@ def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float 
     if row["segment"] == "consumer" and row["n_gpus"] > CONSUMER_MAX_GPUS:
         return "licence", (f"{row['n_gpus']} GeForce cards would need a data centre, which NVIDIA's GeForce licence "
                            f"excludes; one workstation holds {CONSUMER_MAX_GPUS}")
+    if row["segment"] == "workstation" and row["n_gpus"] > WORKSTATION_MAX_GPUS:
+        return "availability", (f"{row['n_gpus']} workstation cards would need a cluster with a scale-out network; "
+                                f"they are rented one machine of up to {WORKSTATION_MAX_GPUS} at a time")
     if not row["fits"]:
         return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even with ZeRO-3 over {row['n_gpus']} GPUs"
     if deadline_days and row["days"] > deadline_days:
@@ -104,7 +110,7 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
     ``serve`` uses ``batch_size``, ``context_len``, ``latency_ms`` (per output token) and
     ``budget_usd`` (per million tokens). Columns: gpu, n_gpus, settings, fits, days or tokens/s,
     cost_usd (NaN without a dated price), binding (memory, compute, memory bandwidth,
-    interconnect, latency, deadline, budget or licence) and reason.
+    interconnect, latency, deadline, budget, licence or availability) and reason.
     """
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not supported; choose one of {', '.join(TASKS)}")
@@ -131,9 +137,10 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
                                                      -o["tokens/s"] / o["n_gpus"])))
         elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
             best.append(min(feasible, key=lambda o: o["n_gpus"]))
-        else:  # what came closest: the largest configuration that fits, else the largest tried
-            fitting = [o for o in options if o["fits"]]
-            best.append(max(fitting or options, key=lambda o: o["n_gpus"]))
+        else:  # what came closest: the largest allowed configuration that fits, else the largest allowed
+            allowed = [o for o in options if o["binding"] not in ("licence", "availability")] or options
+            fitting = [o for o in allowed if o["fits"]]
+            best.append(max(fitting or allowed, key=lambda o: o["n_gpus"]))
     table = pd.DataFrame(best)
     speed = "tokens/s" if task == "serve" else "days"
     table["_rank"] = list(zip(~table["ok"], table["cost_usd"].isna(), table["cost_usd"].fillna(0),
