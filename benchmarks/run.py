@@ -1,11 +1,21 @@
-"""Measure how fast the book answers: each panel's redraw, the selector's sweep, the pure
-computations alone. Writes benchmarks/results.md.
+"""Measure how fast and how light the book is; write benchmarks/results.md.
 
-    python benchmarks/run.py
+    python benchmarks/run.py          # panels, their computations alone, the selector's sweep
+    python benchmarks/run.py --full   # also: a clean build, the test suite, each notebook's kernel
+                                      # peak memory and each HTML page's weight (several minutes)
+
+Panel times run from ``panel.set(...)`` to the redrawn PNG and table over a sweep of realistic
+control moves; the same moves timed on the panel's computation alone show what drawing costs.
 """
 
+import argparse
+import os
 import platform
+import re
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -13,26 +23,29 @@ import matplotlib
 
 matplotlib.use("Agg")
 
-from helpers import compute, memory, select, widgets  # noqa: E402
+import nbformat  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
 
-SWEEPS = {  # control values to step through for each panel: realistic slider moves
-    "training_memory": [{"micro_batch_size": b} for b in (1, 2, 4, 8, 16)] + [{"zero_stage": z} for z in (0, 1, 2, 3)],
-    "inference_memory": [{"batch_size": b} for b in (1, 4, 16, 64)] + [{"weight_dtype": d} for d in ("int8", "int4", "bf16")],
-    "training_vs_inference": [{"gpu": g} for g in ("A100-SXM4-80GB", "H100-SXM5-80GB", "L4-24GB", "RTX-4090-24GB")],
+from helpers import select, widgets  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+TARGETS = {"panel p95 (ms)": 150, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
+SWEEPS = {  # control values to step through for each panel: realistic slider moves, each value new to the panel
+    "training_memory": [{"micro_batch_size": b} for b in (2, 4, 8, 16, 32)] + [{"zero_stage": z} for z in (1, 2, 3, 0)],
+    "inference_memory": [{"batch_size": b} for b in (4, 16, 64, 2)] + [{"weight_dtype": d} for d in ("int8", "int4", "fp8")],
+    "training_vs_inference": [{"gpu": g} for g in ("A100-SXM4-80GB", "L4-24GB", "RTX-4090-24GB", "B200-HGX-192GB")],
     "training_time": [{"n_gpus": n} for n in (8, 64, 512, 4096)],
-    "serving": [{"batch_size": b} for b in (1, 8, 32, 128)],
+    "serving": [{"batch_size": b} for b in (8, 32, 128, 2)],
     "data_parallel": [{"nics_per_node": n} for n in (1, 2, 4, 8)],
-    "training_cost": [{"n_gpus": n} for n in (8, 64, 512)],
-    "rent_or_buy": [{"utilization": u} for u in (0.3, 0.5, 0.7, 0.9)],
-    "selector": [{"task": t} for t in ("pretrain", "serve", "qlora")],
-    "wait_or_start": [{"wait_months": m} for m in (0.0, 3.0, 6.0, 12.0)],
+    "training_cost": [{"n_gpus": n} for n in (8, 512, 2048)],
+    "rent_or_buy": [{"utilization": u} for u in (0.3, 0.5, 0.9, 0.6)],
+    "selector": [{"task": t} for t in ("serve", "qlora", "finetune", "pretrain")],
+    "wait_or_start": [{"wait_months": m} for m in (3.0, 6.0, 12.0, 1.0)],
 }
-PURE = {
-    "memory.training": lambda: memory.training("llama-2-70b", zero_stage=3, dp=64),
-    "memory.longest_context_table": lambda: memory.longest_context_table("llama-3-8b"),
-    "compute.decode_throughput": lambda: compute.decode_throughput("llama-2-70b", "H100", n_gpus=2),
-    "select.recommend (pretrain)": lambda: select.recommend("llama-2-70b", tokens=2e12),
-    "select.recommend (serve)": lambda: select.recommend("llama-2-7b", task="serve"),
+SELECTOR = {
+    "pretrain Llama 2 70B on 2T tokens": lambda: select.recommend("llama-2-70b", tokens=2e12),
+    "serve Llama 2 7B at batch 1": lambda: select.recommend("llama-2-7b", task="serve"),
+    "QLoRA Llama 2 70B": lambda: select.recommend("llama-2-70b", task="qlora", tokens=1e8),
 }
 
 
@@ -49,18 +62,89 @@ def p95(values: list[float]) -> float:
     return sorted(values)[min(len(values) - 1, round(0.95 * (len(values) - 1)))]
 
 
-def main() -> None:
-    lines = ["# Benchmarks", "", f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}.",
-             "Times in milliseconds; panels include recomputing, redrawing and rendering the PNG.", "",
-             "| panel | median | 95th percentile | moves |", "| --- | --- | --- | --- |"]
+def ms(values: list[float]) -> str:
+    return f"{statistics.median(values) * 1000:.0f} | {p95(values) * 1000:.0f}"
+
+
+def panels() -> list[str]:
+    lines = ["| panel | redraw median | redraw p95 | computation median | computation p95 | moves |",
+             "| --- | --- | --- | --- | --- | --- |"]
     for name, factory in widgets.panels().items():
-        panel = factory()
-        times = [t for values in SWEEPS[name] * 2 for t in timed(lambda: panel.set(**values))]
-        lines.append(f"| {name} | {statistics.median(times) * 1000:.0f} | {p95(times) * 1000:.0f} | {len(times)} |")
-    lines += ["", "| computation | median | 95th percentile |", "| --- | --- | --- |"]
-    for name, f in PURE.items():
+        panel, pure = factory(), factory()
+        redraw = [t for values in SWEEPS[name] for t in timed(lambda: panel.set(**values))]
+        compute = []
+        for values in SWEEPS[name]:  # the same moves, computing only (result and table, no figure)
+            state = pure.values() | values
+            compute += timed(lambda: pure._table(pure._compute(**state), **state))
+        lines.append(f"| {name} | {ms(redraw)} | {ms(compute)} | {len(redraw)} |")
+    return lines
+
+
+def selector() -> list[str]:
+    lines = ["| sweep | median | p95 | GPUs ranked |", "| --- | --- | --- | --- |"]
+    for name, f in SELECTOR.items():
+        f()  # warm the data caches once, as a live panel has
         times = timed(f, repeat=10)
-        lines.append(f"| {name} | {statistics.median(times) * 1000:.1f} | {p95(times) * 1000:.1f} |")
+        lines.append(f"| {name} | {ms(times)} | {len(f())} |")
+    return lines
+
+
+def kernel_peak_mb(path: Path) -> float:
+    """Peak resident memory of a fresh kernel that runs the notebook at ``path`` (Linux VmHWM)."""
+    nb = nbformat.read(path, as_version=4)
+    client = NotebookClient(nb, timeout=600, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}})
+    peak = {}
+
+    def record(**_):
+        status = Path(f"/proc/{client.km.provisioner.process.pid}/status").read_text()
+        peak["kB"] = int(re.search(r"VmHWM:\s+(\d+) kB", status)[1])
+
+    client.on_notebook_complete = record
+    client.execute()
+    return peak["kB"] / 1024
+
+
+def page_weights(html: Path) -> list[str]:
+    """Each page of the table of contents: its HTML and the images it shows, in kB."""
+    lines = ["| page | HTML (kB) | images (kB) | total (kB) |", "| --- | --- | --- | --- |"]
+    for page in sorted(html.glob("book/*.html")) + sorted(html.glob("notebooks/*.html")):
+        text = page.read_text(encoding="utf-8")
+        images = sum((page.parent / src).stat().st_size for src in set(re.findall(r'<img[^>]+src="([^"]+)"', text))
+                     if not src.startswith(("http", "data:")))
+        size = page.stat().st_size
+        lines.append(f"| {page.relative_to(html)} | {size / 1e3:.0f} | {images / 1e3:.0f} | {(size + images) / 1e3:.0f} |")
+    return lines
+
+
+def full() -> list[str]:
+    lines = []
+    with tempfile.TemporaryDirectory() as out:
+        build = timed(lambda: subprocess.run(["jupyter-book", "build", str(ROOT), "--path-output", out, "--warningiserror",
+                                              "--nitpick", "--keep-going", "--quiet"], check=True, capture_output=True))
+        weights = page_weights(Path(out) / "_build" / "html")
+    tests = timed(lambda: subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"], cwd=ROOT,
+                                         check=True, capture_output=True))
+    lines += ["## Build and tests", "", "| what | seconds |", "| --- | --- |",
+              f"| clean build, every chapter executed (target {TARGETS['clean build (s)']} s) | {build[0]:.0f} |",
+              f"| test suite (`pytest`, browser tests included) | {tests[0]:.0f} |", "",
+              f"## Kernel peak memory (target under {TARGETS['kernel peak (MB)']} MB; Binder gives 2 GB)", "",
+              "| notebook | peak resident memory (MB) |", "| --- | --- |"]
+    lines += [f"| {p.name} | {kernel_peak_mb(p):.0f} |" for p in sorted((ROOT / "notebooks").glob("*.ipynb"))]
+    return lines + ["", "## Page weight", ""] + weights
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--full", action="store_true", help="also time a clean build and the tests, and weigh kernels and pages")
+    args = parser.parse_args()
+    lines = ["# Benchmarks", "",
+             f"Machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python "
+             f"{platform.python_version()}, matplotlib {matplotlib.__version__}. Written by `python benchmarks/run.py"
+             f"{' --full' if args.full else ''}`; times in milliseconds unless said otherwise.", "",
+             f"## Panels (target: p95 at most {TARGETS['panel p95 (ms)']} ms from a control move to the redrawn output)",
+             ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector()
+    if args.full:
+        lines += [""] + full()
     Path(__file__).with_name("results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
     print("\n".join(lines))
 

@@ -1,4 +1,7 @@
+import ipywidgets as w
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from helpers import memory, models, widgets
 
@@ -180,7 +183,49 @@ def test_selector_panel():
 def test_wait_or_start_panel():
     from helpers import trends
     panel = widgets.wait_or_start()
-    expected = trends.wait_or_start("llama-2-70b", 2e12, 512, later_price=6.0, wait_months=6.0)
+    expected = trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=6.0)  # both prices: medians of the data
     assert panel.result == pytest.approx(expected)
     panel.set(wait_months=0.0)
     assert panel.result["wait: finish (days)"] < panel.result["start now: finish (days)"]
+
+
+def test_redraws_reuse_the_layout_but_never_cut_text():
+    """Later drawings reuse the first layout; a move that widens a label lays the figure out anew."""
+    from helpers.widgets import _texts_inside
+    panel = widgets.training_memory()
+    first = panel.figure.axes[0].get_position().bounds
+    panel.set(micro_batch_size=2)
+    assert panel.figure.get_layout_engine() is None and panel.figure.axes[0].get_position().bounds == first
+    panel.set(model="llama-3.1-405b")  # a longer model name: the axes must move right
+    assert _texts_inside(panel.figure) and panel.figure.axes[0].get_position().x0 > first[0]
+
+
+def _values(control):
+    """Every value a reader can give ``control``."""
+    if isinstance(control, (w.Dropdown, w.SelectionSlider)):
+        return st.sampled_from([o[1] if isinstance(o, tuple) else o for o in control.options])
+    if isinstance(control, w.IntSlider):
+        return st.integers(control.min, control.max)
+    if isinstance(control, w.FloatLogSlider):
+        return st.floats(control.base ** control.min, control.base ** control.max)
+    return st.floats(control.min, control.max)  # FloatSlider, BoundedFloatText
+
+
+_PANELS: dict = {}
+
+
+@pytest.mark.parametrize("name", sorted(widgets.panels()))
+@settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=st.data())
+def test_any_control_values_give_a_figure_or_a_short_message(name, data):
+    """Whatever a reader sets, a panel shows a result or a one-line message, never raises, and
+    recovers when the input is put right."""
+    panel = _PANELS.setdefault(name, widgets.panels()[name]())
+    defaults = _PANELS.setdefault(f"{name} defaults", panel.values())
+    panel.set(**{key: data.draw(_values(control), label=key) for key, control in panel.controls.items()})
+    if panel.message is None:
+        assert panel.result is not None and panel._output.outputs
+    else:
+        assert panel.result is None and panel._output.outputs == () and "\n" not in panel.message
+        panel.set(**defaults)
+        assert panel.message is None and panel.result is not None

@@ -6,6 +6,8 @@ import re
 
 def normalize(name: str) -> str:
     """Lower-case ``name`` and drop everything but letters and digits ("A100 80GB" -> "a10080gb")."""
+    if not isinstance(name, str):
+        raise ValueError(f"name must be a string, got {name!r}")
     return re.sub(r"[^a-z0-9]", "", name.lower())
 
 

@@ -23,7 +23,7 @@ from functools import cache
 from . import _data, gpus
 from .estimate import Estimate
 from .gpus import GPU
-from .units import GB, check_positive
+from .units import GB, argument, check_choice, check_positive, check_result
 
 #: Fixed cost of one collective call (kernel launch and synchronisation), seconds.
 LAUNCH_LATENCY = 8.6e-6
@@ -56,7 +56,7 @@ def link(name: "str | Link") -> Link:
     if isinstance(name, Link):
         return name
     links = _links()
-    if name not in links:
+    if not isinstance(name, str) or name not in links:
         raise ValueError(f"unknown link {name!r}; known: {', '.join(links)}")
     return links[name]
 
@@ -84,8 +84,7 @@ def bus_factor(collective: str, n_gpus: int) -> float:
     """nccl-tests' bus-bandwidth factor: 2(n-1)/n for all-reduce, (n-1)/n for all-gather,
     reduce-scatter and all-to-all, 1 for broadcast."""
     check_positive("n_gpus", n_gpus, integer=True)
-    if collective not in COLLECTIVES:
-        raise ValueError(f"collective={collective!r} is not supported; choose one of {', '.join(COLLECTIVES)}")
+    check_choice("collective", collective, COLLECTIVES)
     if collective == "broadcast":
         return 1.0
     return (2 if collective == "allreduce" else 1) * (n_gpus - 1) / n_gpus
@@ -102,22 +101,21 @@ def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: 
     fraction to all of it.
     """
     factor = bus_factor(collective, n_gpus)
-    if algorithm not in ALGORITHMS:
-        raise ValueError(f"algorithm={algorithm!r} is not supported; choose one of {', '.join(ALGORITHMS)}")
+    check_choice("algorithm", algorithm, ALGORITHMS)
     if algorithm == "tree" and collective != "allreduce":
         raise ValueError(f"algorithm='tree' is modelled for allreduce only, not {collective!r}")
-    if n_bytes < 0:
-        raise ValueError(f"n_bytes must be >= 0, got {n_bytes}")
+    check_positive("n_bytes", n_bytes, allow_zero=True)
+    ln = link(link_or_name)
     if n_gpus == 1:
         return Estimate.exact(0.0)
-    ln = link(link_or_name)
     if algorithm == "tree":
         steps = 2 * ceil(log2(n_gpus))
     else:
         steps = (2 if collective == "allreduce" else 1) * (n_gpus - 1)
     latency = LAUNCH_LATENCY + steps * ln.hop_latency
     fractions = (1.0, ln.achieved_fraction, 0.85 * ln.achieved_fraction)
-    return Estimate(*(latency + factor * n_bytes / (ln.bandwidth * f) for f in fractions))
+    traffic = check_result(factor * n_bytes, n_bytes=n_bytes)
+    return Estimate(*(latency + traffic / (ln.bandwidth * f) for f in fractions))
 
 
 def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str", *, algorithm: str = "ring") -> Estimate:
@@ -127,8 +125,9 @@ def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str", *, a
 
 def bus_bandwidth(collective: str, n_bytes: float, n_gpus: int, seconds: float) -> float:
     """nccl-tests' bus bandwidth (bytes/s): algorithm bandwidth n_bytes/seconds times the bus factor."""
+    check_positive("n_bytes", n_bytes, allow_zero=True)
     check_positive("seconds", seconds)
-    return n_bytes / seconds * bus_factor(collective, n_gpus)
+    return check_result(n_bytes / seconds * bus_factor(collective, n_gpus), n_bytes=n_bytes, seconds=seconds)
 
 
 def multinode_allreduce_time(n_bytes: float, n_nodes: int, gpus_per_node: int, intra: "Link | str",
@@ -143,13 +142,19 @@ def multinode_allreduce_time(n_bytes: float, n_nodes: int, gpus_per_node: int, i
     """
     for name, value in (("n_nodes", n_nodes), ("gpus_per_node", gpus_per_node), ("nics_per_node", nics_per_node)):
         check_positive(name, value, integer=True)
+    check_positive("n_nodes * gpus_per_node", n_nodes * gpus_per_node, integer=True)
+    check_positive("n_bytes", n_bytes, allow_zero=True)
+    check_choice("algorithm", algorithm, ALGORITHMS)
+    with argument("intra", intra):
+        gpu_link_ = link(intra)
     if n_nodes == 1:
-        return allreduce_time(n_bytes, gpus_per_node, intra, algorithm=algorithm)
-    gpu_link_, nic = link(intra), link(inter)
+        return allreduce_time(n_bytes, gpus_per_node, gpu_link_, algorithm=algorithm)
+    with argument("inter", inter):
+        nic = link(inter)
     n = n_nodes * gpus_per_node
     steps = 2 * ceil(log2(n)) if algorithm == "tree" else 2 * (n - 1)
     latency = LAUNCH_LATENCY + steps * max(nic.hop_latency, gpu_link_.hop_latency)
-    traffic = bus_factor("allreduce", n) * n_bytes
+    traffic = check_result(bus_factor("allreduce", n) * n_bytes, n_bytes=n_bytes)
     achieved = min(gpu_link_.bandwidth * gpu_link_.achieved_fraction, nics_per_node * nic.bandwidth * nic.achieved_fraction)
     peak = min(gpu_link_.bandwidth, nics_per_node * nic.bandwidth)
     return Estimate(latency + traffic / peak, latency + traffic / achieved, latency + traffic / (0.85 * achieved))

@@ -5,7 +5,7 @@ import pandas as pd
 from . import compute, gpus, memory, roofline
 from .estimate import Estimate
 from .models import Model
-from .units import DAY, HOUR
+from .units import DAY, HOUR, check_dtype, check_positive
 
 
 def _train_memory_dtype(dtype: str) -> str:
@@ -18,6 +18,8 @@ def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, 
     """Days (band) and GPU-hours to train on ``tokens`` tokens with ``n_gpus`` of each GPU that has
     ``dtype``, and whether the model fits with ZeRO-3 over them and full recomputation."""
     m = memory.as_model(model)
+    check_positive("n_gpus", n_gpus, integer=True)
+    check_dtype(dtype, compute.TRAINING_DTYPES)
     need = memory.training(m, dtype=_train_memory_dtype(dtype), zero_stage=3, dp=n_gpus, recompute="full",
                            seq_len=seq_len)
     rows = []
@@ -65,4 +67,9 @@ def serving_table(model: "Model | str | float", *, n_gpus: int = 1, weight_dtype
 
 def band(row: pd.Series, prefix: str) -> Estimate:
     """The (low, expected, high) columns named ``<prefix> low``, ``<prefix>``, ``<prefix> high``."""
+    if not isinstance(row, pd.Series):
+        raise ValueError(f"row must be a row of a table (a pandas Series), got {row!r}")
+    missing = [c for c in (f"{prefix} low", prefix, f"{prefix} high") if c not in row.index]
+    if missing:
+        raise ValueError(f"prefix={prefix!r}: the row has no column {missing[0]!r}; it has {', '.join(map(str, row.index))}")
     return Estimate(row[f"{prefix} low"], row[prefix], row[f"{prefix} high"])

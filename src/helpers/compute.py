@@ -12,11 +12,13 @@ from functools import cache
 from . import _data, comm, gpus
 from .estimate import Estimate
 from .gpus import GPU
-from .memory import RECOMPUTE, _check_choice, as_model, inference
+from .memory import RECOMPUTE, TRAIN_DTYPES, as_model, check_split, inference
 from .models import Model
-from .units import check_positive
+from .units import check_bool, check_choice, check_dtype, check_positive, check_result
 
 RECOMPUTE_FACTOR = {"none": 1.0, "selective": 1.0, "full": 4 / 3}
+#: Compute dtypes of training: those of :data:`memory.TRAIN_DTYPES`, plus FP8 (Transformer Engine).
+TRAINING_DTYPES = TRAIN_DTYPES + ("fp8",)
 
 #: Compute-optimal training data: about 20 tokens per parameter (Hoffmann et al. 2022,
 #: arXiv:2203.15556, Table 3: 70B parameters for 1.4T tokens).
@@ -27,6 +29,9 @@ def flops_per_token(model: "Model | str | float", *, seq_len: int | None = None,
     """Model FLOPs per token: 6N (training) or 2N (inference forward), N the active parameters;
     with ``seq_len``, plus attention, 12*L*s*d (training) or 4*L*s*d (forward)."""
     m = as_model(model)
+    check_bool("training", training)
+    if seq_len is not None:
+        check_positive("seq_len", seq_len, integer=True)
     per_param = 6 if training else 2
     attention = 0.0 if seq_len is None else per_param * 2 * m.n_layers * seq_len * m.d_model
     return per_param * m.n_active_params + attention
@@ -37,20 +42,31 @@ def training_flops(model_or_n_params: "Model | str | float", tokens: float, *, r
     """FLOP to train on ``tokens`` tokens: 6ND (8ND with full recompute), plus attention when
     ``seq_len`` is given. GPT-3 175B on 300B tokens: 3.14e23 (Brown et al. 2020, Table D.1)."""
     check_positive("tokens", tokens)
-    _check_choice("recompute", recompute, RECOMPUTE)
-    if seq_len is not None:
-        check_positive("seq_len", seq_len, integer=True)
-    return flops_per_token(model_or_n_params, seq_len=seq_len) * tokens * RECOMPUTE_FACTOR[recompute]
+    check_choice("recompute", recompute, RECOMPUTE)
+    flops = flops_per_token(model_or_n_params, seq_len=seq_len) * tokens * RECOMPUTE_FACTOR[recompute]
+    return check_result(flops, tokens=tokens)
 
 
 @cache
+def _choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """Calibrated quantities and the architectures of the GPU catalog."""
+    return tuple(_data.table("efficiency")["quantity"].unique()), tuple(_data.table("gpus")["architecture"].unique())
+
+
 def efficiency(quantity: str, architecture: str, dtype: str) -> Estimate:
-    """Default efficiency band for ``quantity`` ("mfu", "decode_bandwidth", "prefill_compute")
-    on a GPU architecture and dtype: the most specific row of ``data/efficiency.csv``."""
+    """Default efficiency band for ``quantity`` ("mfu", "decode_bandwidth", "prefill_compute",
+    "goodput") on a GPU architecture and dtype: the most specific row of ``data/efficiency.csv``."""
+    quantities, architectures = _choices()
+    check_choice("quantity", quantity, quantities)
+    check_choice("architecture", architecture, architectures)
+    check_dtype(dtype)
+    return _efficiency(quantity, architecture, dtype)
+
+
+@cache
+def _efficiency(quantity: str, architecture: str, dtype: str) -> Estimate:
     table = _data.table("efficiency")
     rows = table[table["quantity"] == quantity]
-    if rows.empty:
-        raise ValueError(f"quantity={quantity!r} is not calibrated; choose one of {', '.join(table['quantity'].unique())}")
     for arch, dt in ((architecture, dtype), (architecture, "*"), ("*", dtype), ("*", "*")):
         match = rows[(rows["architecture"] == arch) & (rows["dtype"] == dt)]
         if not match.empty:
@@ -62,12 +78,11 @@ def efficiency(quantity: str, architecture: str, dtype: str) -> Estimate:
 def _band(value: "float | Estimate | None", default: Estimate, name: str) -> Estimate:
     if value is None:
         return default
-    if isinstance(value, Estimate):
-        return value
-    check_positive(name, value)
-    if value > 1:
-        raise ValueError(f"{name} is a fraction of peak, at most 1, got {value}")
-    return Estimate.exact(float(value))
+    for end in (value.low, value.high) if isinstance(value, Estimate) else (value,):
+        check_positive(name, end)
+        if end > 1:
+            raise ValueError(f"{name} is a fraction of peak, at most 1, got {value}")
+    return value if isinstance(value, Estimate) else Estimate.exact(float(value))
 
 
 def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str", n_gpus: int, *,
@@ -83,16 +98,21 @@ def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str",
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
+    check_dtype(dtype, TRAINING_DTYPES)
     work = training_flops(model, tokens, recompute=recompute, seq_len=seq_len)
     rate = n_gpus * g.peak_flops(dtype)
     u = _band(mfu, efficiency("mfu", g.architecture, dtype), "mfu")
     p = _band(goodput, efficiency("goodput", g.architecture, dtype), "goodput")
-    return Estimate(u.low * p.low, u.expected * p.expected, u.high * p.high).map(lambda e: work / (rate * e))
+    def seconds(e: float) -> float:  # e * rate underflows to 0 only for absurdly small fractions
+        return check_result(work / (rate * e) if rate * e else float("inf"), tokens=tokens, mfu=mfu, goodput=goodput)
+
+    return Estimate(u.low * p.low, u.expected * p.expected, u.high * p.high).map(seconds)
 
 
 def compute_dtype(gpu: GPU, dtype: str) -> str:
     """The tensor-core dtype that runs a model stored as ``dtype``: weight-only formats (int4, nf4)
     and formats the GPU lacks fall back to bf16, or fp16 where bf16 is missing."""
+    gpu = gpus.get(gpu)
     if gpu.supports(dtype) and dtype not in ("fp32", "tf32"):
         return dtype
     return "bf16" if gpu.supports("bf16") else "fp16"
@@ -103,6 +123,7 @@ def decode_step(model: "Model | str | float", *, batch_size: int = 1, context_le
     """(FLOPs, bytes read) per GPU for one decoding step of ``batch_size`` sequences: every step
     reads all weights and each sequence's KV cache, and does 2N + 4*L*s*d FLOPs per sequence."""
     m = as_model(model)
+    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
     per_gpu = inference(m, weight_dtype=weight_dtype, kv_dtype=kv_dtype, batch_size=batch_size,
                         context_len=context_len, tp=n_gpus)
     flops = batch_size * flops_per_token(m, seq_len=context_len, training=False) / n_gpus
@@ -114,7 +135,10 @@ def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", n_gpus:
     all-reduces of the 16-bit activations per layer (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3),
     over the GPUs' NVLink domain or else PCIe (:func:`comm.gpu_link`)."""
     m = as_model(model)
-    per_call = comm.allreduce_time(tokens * m.d_model * 2, n_gpus, comm.gpu_link(gpu, n_gpus))
+    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    check_positive("tokens", tokens)
+    activations = check_result(tokens * m.d_model * 2, tokens=tokens)
+    per_call = comm.allreduce_time(activations, n_gpus, comm.gpu_link(gpu, n_gpus))
     return per_call * (2 * m.n_layers)
 
 
@@ -157,7 +181,7 @@ def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int
     g, m = gpus.get(gpu), as_model(model)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("batch_size", batch_size, integer=True)
-    check_positive("n_gpus", n_gpus, integer=True)
+    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
     flops = batch_size * (2 * m.n_active_params * prompt_len + 2 * m.n_layers * prompt_len**2 * m.d_model) / n_gpus
     return _roofline_band(flops, g.peak_flops(compute_dtype(g, dtype)), efficiency("prefill_compute", g.architecture, dtype),
                           inference(m, weight_dtype=dtype, tp=n_gpus).weights, g.memory_bandwidth,

@@ -1,7 +1,9 @@
 """A predicted quantity with its uncertainty band."""
 
+import numbers
 from collections.abc import Callable
 from dataclasses import dataclass
+from math import isfinite
 
 
 @dataclass(frozen=True)
@@ -13,6 +15,10 @@ class Estimate:
     high: float
 
     def __post_init__(self) -> None:
+        for name in ("low", "expected", "high"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not isfinite(value):
+                raise ValueError(f"Estimate {name} must be a finite number, got {value!r}")
         if not self.low <= self.expected <= self.high:
             raise ValueError(f"Estimate needs low <= expected <= high, got {self.low}, {self.expected}, {self.high}")
 

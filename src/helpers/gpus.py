@@ -11,7 +11,7 @@ from functools import cache
 import pandas as pd
 
 from . import _data, _lookup
-from .units import GB, GiB, TFLOPS
+from .units import GB, GiB, TFLOPS, check_bool, check_dtype
 
 #: dtypes with a peak rate in the catalog (int8 in TOPS, the rest in TFLOP/s).
 COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -56,16 +56,18 @@ class GPU:
 
         fp32 is the non-tensor rate. Raises a ValueError naming the dtypes this GPU has.
         """
+        check_dtype(dtype)
+        check_bool("sparse", sparse)
         rates = dict(self.sparse_flops if sparse else self.dense_flops)
         if dtype not in rates:
             kind = "sparse " if sparse else ""
             have = ", ".join(rates) or "none"
-            raise ValueError(f"{self.name} has no {kind}{dtype!r} rate; it has: {have}")
+            raise ValueError(f"{self.name} has no {kind}{dtype!r} rate; dtype must be one of: {have}")
         return rates[dtype]
 
     def supports(self, dtype: str) -> bool:
-        """Whether the GPU has a dense peak rate for ``dtype``."""
-        return dtype in dict(self.dense_flops)
+        """Whether the GPU has a dense peak rate for ``dtype`` (a ValueError for an unknown dtype)."""
+        return check_dtype(dtype) in dict(self.dense_flops)
 
 
 def _text(value: object) -> str:

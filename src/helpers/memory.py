@@ -16,7 +16,7 @@ import pandas as pd
 from . import gpus, models
 from .gpus import GPU
 from .models import Model
-from .units import DTYPES, MiB, check_dtype, check_positive, dtype_bytes
+from .units import DTYPES, MiB, argument, check_bool, check_choice, check_dtype, check_list, check_positive, dtype_bytes
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
 TRAIN_DTYPES = ("fp32", "tf32", "fp16", "bf16")
@@ -48,6 +48,10 @@ class MemoryBreakdown:
     kv_cache: float = 0.0
     overhead: float = 0.0
 
+    def __post_init__(self) -> None:
+        for name in COMPONENTS:
+            check_positive(name, getattr(self, name), allow_zero=True)
+
     @property
     def total(self) -> float:
         return sum(asdict(self).values())
@@ -64,22 +68,33 @@ def as_model(model: "Model | str | float") -> Model:
     if isinstance(model, str):
         return models.get(model)
     if isinstance(model, (int, float)) and not isinstance(model, bool):
-        return models.dense(model)
+        with argument("model", model):
+            return models.dense(model)
     raise ValueError(f"model must be a preset name, a Model or a parameter count, got {model!r}")
 
 
-def _check_choice(name: str, value: object, allowed: tuple) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not supported; choose one of {', '.join(map(str, allowed))}")
+def _tp_allowed(model: Model, tp: int, replicate_kv: bool) -> bool:
+    kv = model.n_kv_heads
+    return model.n_heads % tp == 0 and (kv % tp == 0 or (replicate_kv and tp % kv == 0))
 
 
-def _check_split(model: Model, tp: int, pp: int = 1, dp: int = 1) -> None:
-    for name, value in (("tp", tp), ("pp", pp), ("dp", dp)):
-        check_positive(name, value, integer=True)
-    if model.n_heads % tp:
-        raise ValueError(f"tp={tp} must divide the {model.n_heads} attention heads of {model.name}")
-    if pp > model.n_layers:
-        raise ValueError(f"pp={pp} exceeds the {model.n_layers} layers of {model.name}")
+def check_split(model: Model, tp: int = 1, pp: int = 1, dp: int = 1, *, replicate_kv: bool = False,
+                name: str = "tp") -> None:
+    """Raise a ValueError unless the parallel degrees are positive integers that split ``model``:
+    tensor parallelism (``tp``, called ``name``) divides the attention heads and the KV heads, or,
+    with ``replicate_kv`` (serving, as vLLM does), is a multiple of the KV heads; pipeline
+    parallelism (``pp``) divides the layers (Megatron-LM's uniform split)."""
+    for arg, value in ((name, tp), ("pp", pp), ("dp", dp)):
+        check_positive(arg, value, integer=True)
+    if not _tp_allowed(model, tp, replicate_kv):
+        allowed = ", ".join(str(t) for t in range(1, model.n_heads + 1) if _tp_allowed(model, t, replicate_kv))
+        kv = "divide or be a multiple of" if replicate_kv else "divide"
+        raise ValueError(f"{name}={tp} must divide the {model.n_heads} attention heads of {model.display_name} and "
+                         f"{kv} its {model.n_kv_heads} KV heads; allowed: {allowed}")
+    if model.n_layers % pp:
+        problem = "exceeds" if pp > model.n_layers else "must divide"
+        allowed = ", ".join(str(p) for p in range(1, model.n_layers + 1) if model.n_layers % p == 0)
+        raise ValueError(f"pp={pp} {problem} the {model.n_layers} layers of {model.display_name}; allowed: {allowed}")
 
 
 # --- model states -------------------------------------------------------------------------
@@ -87,6 +102,8 @@ def _check_split(model: Model, tp: int, pp: int = 1, dp: int = 1) -> None:
 def lora_shapes(model: Model, rank: int) -> list[tuple[int, int]]:
     """Shapes of the LoRA adapter matrices (A: d_in x r, B: r x d_out) on every linear layer
     of every transformer block, as QLoRA does (Dettmers et al. 2023, Sec. 4)."""
+    model = as_model(model)
+    check_positive("rank", rank, integer=True)
     per_layer = [s for d_in, d_out in model.linear_shapes() for s in ((d_in, rank), (rank, d_out))]
     return per_layer * model.n_layers
 
@@ -142,6 +159,7 @@ def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
     Formats below 16 bits quantize the linear layers only; token embeddings and the output
     head stay 16-bit, as bitsandbytes, GPTQ and AWQ leave them by default.
     """
+    model = as_model(model)
     check_dtype(weight_dtype, DTYPES, "weight_dtype")
     size = dtype_bytes(weight_dtype)
     if size >= 2:
@@ -162,7 +180,12 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     full recompute keeps only the layer input, e*s*b*h (Sec. 4.3). With tp > 1 everything is
     divided by tp (tensor plus sequence parallelism, Eq. 5).
     """
-    _check_choice("recompute", recompute, RECOMPUTE)
+    model = as_model(model)
+    check_choice("recompute", recompute, RECOMPUTE)
+    check_dtype(dtype, TRAIN_DTYPES)
+    check_positive("micro_batch_size", micro_batch_size, integer=True)
+    check_positive("seq_len", seq_len, integer=True)
+    check_split(model, tp)
     s, b, h, a = seq_len, micro_batch_size, model.d_model, model.n_heads
     e = 4 if dtype in ("fp32", "tf32") else 2
     if recompute == "full":
@@ -182,6 +205,7 @@ def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute:
     i.e. L layers' worth whatever pp is (Korthikanti et al. 2022, Sec. 4.2.3). The
     embedding/logit term is 4*s*b*h*(1 + v/h)/tp (their Eq. 6).
     """
+    model = as_model(model)
     layers = model.n_layers * activations_per_layer(model, micro_batch_size, seq_len,
                                                     recompute=recompute, tp=tp, dtype=dtype)
     s, b, h, v = seq_len, micro_batch_size, model.d_model, model.vocab_size
@@ -200,17 +224,22 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     unless ``master_weights=False`` (pure 16-bit training, 16-bit optimizer states).
     ``method="lora"`` freezes the 16-bit base and trains rank-``lora_rank`` adapters;
     ``"qlora"`` stores the frozen base in NF4. Model states are split over tp*pp and, by
-    ZeRO stage, over dp.
+    ZeRO stage, over dp. ZeRO stages 2 and 3 do not combine with pipeline parallelism (DeepSpeed:
+    "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py).
     """
     m = as_model(model)
     check_dtype(dtype, TRAIN_DTYPES)
-    _check_choice("optimizer", optimizer, OPTIMIZERS)
-    _check_choice("method", method, METHODS)
-    _check_choice("zero_stage", zero_stage, ZERO_STAGES)
+    check_choice("optimizer", optimizer, OPTIMIZERS)
+    check_choice("method", method, METHODS)
+    check_choice("zero_stage", zero_stage, ZERO_STAGES)
     check_positive("micro_batch_size", micro_batch_size, integer=True)
     check_positive("seq_len", seq_len, integer=True)
     check_positive("lora_rank", lora_rank, integer=True)
-    _check_split(m, tp, pp, dp)
+    check_bool("master_weights", master_weights)
+    check_split(m, tp, pp, dp)
+    if pp > 1 and zero_stage >= 2:
+        raise ValueError(f"zero_stage={zero_stage} does not combine with pp={pp}: ZeRO-2 and ZeRO-3 are "
+                         f"incompatible with pipeline parallelism; allowed with pp > 1: zero_stage 0 or 1")
     weights, gradients, optimizer_bytes = _model_states(m, dtype, optimizer, master_weights, method, lora_rank)
     split = tp * pp
     return MemoryBreakdown(
@@ -224,6 +253,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
 
 def serving_kv_dtype(weight_dtype: str) -> str:
     """The KV-cache format served with ``weight_dtype`` weights: FP8 beside FP8 weights, else BF16."""
+    check_dtype(weight_dtype, DTYPES, "weight_dtype")
     return "fp8" if weight_dtype == "fp8" else "bf16"
 
 
@@ -249,7 +279,7 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
     m = as_model(model)
     check_positive("batch_size", batch_size, integer=True)
     check_positive("context_len", context_len, integer=True)
-    _check_split(m, tp)
+    check_split(m, tp, replicate_kv=True)
     kv_share = ceil(m.n_kv_heads / tp) / m.n_kv_heads
     tokens = min(batch_size * context_len, PREFILL_CHUNK_TOKENS)
     workspace = tokens * (4 * m.d_model + 2 * m.d_ff) * 2 / tp + batch_size * m.vocab_size * 4
@@ -261,13 +291,20 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
     )
 
 
+def _check_breakdown(breakdown: object) -> MemoryBreakdown:
+    if not isinstance(breakdown, MemoryBreakdown):
+        raise ValueError(f"breakdown must be a MemoryBreakdown (from training() or inference()), got {breakdown!r}")
+    return breakdown
+
+
 def fits(breakdown: MemoryBreakdown, gpu: GPU) -> bool:
     """Whether ``breakdown`` fits in the memory of one ``gpu``."""
-    return breakdown.total <= gpu.memory_bytes
+    return _check_breakdown(breakdown).total <= gpus.get(gpu).memory_bytes
 
 
 def _largest(fits_at, limit: int) -> int:
     """Largest n in [0, limit] with fits_at(n), for a monotone predicate (doubling, then bisection)."""
+    check_positive("limit", limit, integer=True)
     if not fits_at(1):
         return 0
     lo, hi = 1, 2
@@ -283,22 +320,30 @@ def _largest(fits_at, limit: int) -> int:
 def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int = 4096, limit: int = 65536,
                    **kwargs) -> int:
     """Most sequences of ``context_len`` tokens that fit on ``gpu`` for inference (0 if none)."""
-    m = as_model(model)
-    return _largest(lambda b: fits(inference(m, batch_size=b, context_len=context_len, **kwargs), gpu), limit)
+    m, g = as_model(model), gpus.get(gpu)
+    check_positive("context_len", context_len, integer=True)
+    return _largest(lambda b: fits(inference(m, batch_size=b, context_len=context_len, **kwargs), g), limit)
 
 
 def max_context_len(model: "Model | str | float", gpu: GPU, *, batch_size: int = 1, limit: int = 10_000_000,
                     **kwargs) -> int:
     """Longest context (tokens per sequence) that fits on ``gpu`` for inference (0 if none)."""
-    m = as_model(model)
-    return _largest(lambda s: fits(inference(m, batch_size=batch_size, context_len=s, **kwargs), gpu), limit)
+    m, g = as_model(model), gpus.get(gpu)
+    check_positive("batch_size", batch_size, integer=True)
+    return _largest(lambda s: fits(inference(m, batch_size=batch_size, context_len=s, **kwargs), g), limit)
+
+
+def _gpu_names(gpu_names: object) -> list:
+    """The GPUs asked for, or the whole catalog when none (None or empty)."""
+    return (None if gpu_names is None else check_list("gpu_names", gpu_names)) or gpus.names()
 
 
 def fits_table(breakdown: MemoryBreakdown, gpu_names: list[str] | None = None) -> pd.DataFrame:
     """Which GPUs of the catalog hold ``breakdown``: memory as the vendor states it, what is
     needed, whether it fits and the headroom, all in decimal GB (usable = vendor GiB)."""
+    _check_breakdown(breakdown)
     rows = []
-    for name in gpu_names or gpus.names():
+    for name in _gpu_names(gpu_names):
         g = gpus.get(name)
         rows.append({"GPU": g.name, "memory (GB, vendor)": g.memory_gb_vendor,
                      "usable (GB)": g.memory_bytes / 1e9, "needed (GB)": breakdown.total / 1e9,
@@ -311,5 +356,5 @@ def longest_context_table(model: "Model | str | float", *, batch_size: int = 1, 
     """Longest context each GPU holds for ``batch_size`` sequences (0: the weights do not fit)."""
     m = as_model(model)
     rows = [{"GPU": name, "longest context (tokens)": max_context_len(m, gpus.get(name), batch_size=batch_size, **kwargs)}
-            for name in gpu_names or gpus.names()]
+            for name in _gpu_names(gpu_names)]
     return pd.DataFrame(rows)

@@ -13,7 +13,10 @@ from functools import cache
 import pandas as pd
 
 from . import _data, _lookup
-from .units import check_positive
+from .units import check_bool, check_choice, check_positive
+
+#: MLP kinds: two matrices (GELU or ReLU) or three (SwiGLU).
+MLPS = ("gelu", "relu", "swiglu")
 
 
 @dataclass(frozen=True)
@@ -37,6 +40,25 @@ class Model:
     n_experts: int = 1
     experts_per_token: int = 1
     source: str = ""
+
+    def __post_init__(self) -> None:
+        for field in ("name", "display_name", "source"):
+            if not isinstance(getattr(self, field), str):
+                raise ValueError(f"{field} must be a string, got {getattr(self, field)!r}")
+        check_positive("n_params", self.n_params)
+        check_positive("n_active_params", self.n_active_params)
+        for field in ("n_layers", "d_model", "n_heads", "n_kv_heads", "d_ff", "vocab_size", "context_len",
+                      "n_experts", "experts_per_token"):
+            check_positive(field, getattr(self, field), integer=True)
+        check_choice("mlp", self.mlp, MLPS)
+        check_bool("tied_embeddings", self.tied_embeddings)
+        if self.d_model % self.n_heads or self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model} and n_kv_heads="
+                             f"{self.n_kv_heads} must divide n_heads of {self.name}")
+        if self.experts_per_token > self.n_experts:
+            raise ValueError(f"experts_per_token={self.experts_per_token} must be at most n_experts={self.n_experts}")
+        if self.n_active_params > self.n_params:
+            raise ValueError(f"n_active_params={self.n_active_params:g} must be at most n_params={self.n_params:g}")
 
     @property
     def head_dim(self) -> int:
@@ -130,6 +152,8 @@ def dense(n_params: float, *, name: str | None = None) -> Model:
     multiple of 1024; n_layers is then fitted to the count. ``n_params`` is kept exact.
     """
     check_positive("n_params", n_params)
+    if name is not None and not isinstance(name, str):
+        raise ValueError(f"name must be a string or None, got {name!r}")
     if not MIN_PARAMS <= n_params <= MAX_PARAMS:
         raise ValueError(f"n_params must be between {MIN_PARAMS:.0e} and {MAX_PARAMS:.0e}, got {n_params:.3g}")
     d = max(_WIDTH_STEP, round((_ASPECT * n_params / 12) ** (1 / 3) / _WIDTH_STEP) * _WIDTH_STEP)

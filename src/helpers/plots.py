@@ -35,14 +35,18 @@ def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities:
         if any(widths):
             ax.barh(labels, widths, left=left, color=COLORS[component], label=LABELS[component])
             left = [a + b for a, b in zip(left, widths)]
-    for text, size in (capacities or {}).items():
+    xmax = max(left + [s / GB for s in (capacities or {}).values()]) * 1.18
+    labelled = -xmax
+    for text, size in sorted((capacities or {}).items(), key=lambda item: item[1]):
         ax.axvline(size / GB, color="0.3", linestyle="--", linewidth=1)
-        ax.annotate(text, (size / GB, 1.0), xycoords=("data", "axes fraction"), rotation=90, ha="right",
-                    va="top", fontsize=8, color="0.3")
+        if size / GB - labelled > 0.03 * xmax:  # label only lines far enough apart to be read
+            ax.annotate(text, (size / GB, 1.0), xycoords=("data", "axes fraction"), rotation=90, ha="right",
+                        va="top", fontsize=8, color="0.3")
+            labelled = size / GB
     for y, total in enumerate(left):
         ax.annotate(f" {total:,.1f} GB", (total, y), va="center", fontsize=9)
     ax.set_xlabel("memory per GPU (GB, decimal)")
-    ax.set_xlim(0, max(left + [s / GB for s in (capacities or {}).values()]) * 1.18)
+    ax.set_xlim(0, xmax)
     ax.invert_yaxis()
     ax.legend(loc="upper left", bbox_to_anchor=(0, -0.35 if len(labels) < 3 else -0.12), fontsize=8, ncols=6,
               frameon=False)

@@ -12,7 +12,7 @@ from .compute import decode_step
 from .gpus import GPU
 from .memory import as_model, quantized_weight_bytes
 from .models import Model  # noqa: F401  (type hints)
-from .units import TFLOPS, check_positive, dtype_bytes
+from .units import TFLOPS, check_dtype, check_list, check_positive, check_result, dtype_bytes
 
 
 def ridge_point(gpu: "GPU | str", dtype: str = "bf16") -> float:
@@ -30,6 +30,7 @@ def attainable(gpu: "GPU | str", dtype: str, intensity: float) -> float:
 
 def bound(gpu: "GPU | str", dtype: str, intensity: float) -> str:
     """'memory' or 'compute': which roof limits work of this intensity."""
+    check_positive("intensity", intensity)
     return "memory" if intensity < ridge_point(gpu, dtype) else "compute"
 
 
@@ -37,13 +38,15 @@ def matmul_intensity(m: int, n: int, k: int, element_bytes: float = 2) -> float:
     """FLOP/byte of C[m,n] = A[m,k] @ B[k,n]: 2mnk FLOPs over reading A and B and writing C once."""
     for name, value in (("m", m), ("n", n), ("k", k)):
         check_positive(name, value, integer=True)
-    return 2 * m * n * k / (element_bytes * (m * k + k * n + m * n))
+    check_positive("element_bytes", element_bytes)
+    return check_result(2 * m * n * k / (element_bytes * (m * k + k * n + m * n)), element_bytes=element_bytes)
 
 
 def training_intensity(model: "Model | str | float", tokens: int, dtype: str = "bf16") -> float:
     """Intensity of a training step's largest GEMM, the MLP up-projection, over ``tokens``
     tokens of a micro-batch (micro-batch size x sequence length)."""
     m = as_model(model)
+    check_positive("tokens", tokens, integer=True)
     return matmul_intensity(tokens, m.d_ff, m.d_model, dtype_bytes(dtype))
 
 
@@ -54,6 +57,7 @@ def prefill_intensity(model: "Model | str | float", prompt_len: int, batch_size:
     m = as_model(model)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("batch_size", batch_size, integer=True)
+    check_dtype(dtype)
     flops = batch_size * (2 * m.n_active_params * prompt_len + 2 * m.n_layers * prompt_len**2 * m.d_model)
     return flops / quantized_weight_bytes(m, dtype)
 
@@ -71,6 +75,11 @@ def workloads(model: "Model | str | float", *, seq_len: int = 2048, micro_batch_
               decode_batches: tuple[int, ...] = (1, 8, 64, 256), dtype: str = "bf16") -> dict[str, float]:
     """Intensity (FLOP/byte) of the workloads the book places on the roofline."""
     m = as_model(model)
+    check_positive("seq_len", seq_len, integer=True)
+    check_positive("micro_batch_size", micro_batch_size, integer=True)
+    check_positive("micro_batch_size * seq_len", micro_batch_size * seq_len, integer=True)
+    for i, b in enumerate(check_list("decode_batches", decode_batches)):
+        check_positive(f"decode_batches[{i}]", b, integer=True)
     points = {f"training GEMM ({micro_batch_size} x {seq_len:,} tokens)":
               training_intensity(m, micro_batch_size * seq_len, dtype),
               f"prefill ({seq_len:,}-token prompt)": prefill_intensity(m, seq_len, 1, dtype)}

@@ -16,7 +16,7 @@ from . import comm, compute, gpus
 from .gpus import GPU
 from .memory import ZERO_STAGES, as_model
 from .models import Model
-from .units import check_positive, dtype_bytes
+from .units import argument, check_choice, check_list, check_positive, check_result, dtype_bytes
 
 #: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``).
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -32,6 +32,10 @@ class Step:
     compute: float
     communication: float
     exposed: float
+
+    def __post_init__(self) -> None:
+        for name in ("compute", "communication", "exposed"):
+            check_positive(name, getattr(self, name), allow_zero=True)
 
     @property
     def total(self) -> float:
@@ -49,6 +53,12 @@ def allreduce_seconds(n_bytes: float, n_gpus: int, gpu_link: "comm.Link | str", 
     across servers over ``network`` NICs (:func:`comm.multinode_allreduce_time`)."""
     check_positive("n_gpus", n_gpus, integer=True)
     check_positive("gpus_per_node", gpus_per_node, integer=True)
+    check_positive("nics_per_node", nics_per_node, integer=True)
+    with argument("gpu_link", gpu_link):
+        comm.link(gpu_link)
+    if network is not None:
+        with argument("network", network):
+            comm.link(network)
     if n_gpus <= gpus_per_node:
         return comm.allreduce_time(n_bytes, n_gpus, gpu_link).expected
     if network is None:
@@ -68,11 +78,16 @@ def data_parallel_step(gradient_bytes: float, compute_seconds: float, n_gpus: in
     the article's table; 1: full bucketed overlap); the last bucket is always exposed.
     """
     check_positive("gradient_bytes", gradient_bytes)
+    check_result(3 * gradient_bytes, gradient_bytes=gradient_bytes)  # ZeRO-3 moves up to 1.5 x 2 x the gradients
     check_positive("compute_seconds", compute_seconds)
+    check_positive("n_gpus", n_gpus, integer=True)
+    check_positive("bucket_bytes", bucket_bytes)
+    check_positive("overlap", overlap, allow_zero=True)
     if not 0 <= overlap <= 1:
         raise ValueError(f"overlap must be between 0 and 1, got {overlap}")
-    if zero_stage not in ZERO_STAGES:
-        raise ValueError(f"zero_stage={zero_stage!r} is not supported; choose one of {ZERO_STAGES}")
+    check_choice("zero_stage", zero_stage, ZERO_STAGES)
+    with argument("gpu_link", gpu_link):
+        comm.link(gpu_link)
     if n_gpus == 1:
         return Step(compute_seconds, 0.0, 0.0)
     total = ZERO_VOLUME[zero_stage] * allreduce_seconds(gradient_bytes, n_gpus, gpu_link, **network)
@@ -92,15 +107,23 @@ def transformer_step(model: "Model | str | float", gpu: "GPU | str", n_gpus: int
     ``nics_per_node`` NICs of kind ``network``."""
     g, m = gpus.get(gpu), as_model(model)
     check_positive("tokens_per_gpu", tokens_per_gpu, integer=True)
+    check_positive("n_gpus", n_gpus, integer=True)
+    check_positive("gpus_per_node", gpus_per_node, integer=True)
+    grad_bytes = dtype_bytes(grad_dtype, "grad_dtype")
     seconds = compute.training_time(m, tokens_per_gpu, g, 1, dtype=dtype, goodput=1.0).expected
     link = comm.gpu_link(g, min(n_gpus, gpus_per_node))
-    return data_parallel_step(m.n_params * dtype_bytes(grad_dtype), seconds, n_gpus, link, overlap=overlap,
+    return data_parallel_step(m.n_params * grad_bytes, seconds, n_gpus, link, overlap=overlap,
                               zero_stage=zero_stage, gpus_per_node=gpus_per_node, network=network,
                               nics_per_node=nics_per_node)
 
 
 def scaling_table(step, counts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> pd.DataFrame:
     """``step(n)`` for each GPU count: compute, communication, exposed and total seconds, efficiency."""
+    if not callable(step):
+        raise ValueError(f"step must be a function of the GPU count, got {step!r}")
+    counts = check_list("counts", counts)
+    for i, n in enumerate(counts):
+        check_positive(f"counts[{i}]", n, integer=True)
     rows = []
     for n in counts:
         s = step(n)

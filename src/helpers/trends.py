@@ -3,8 +3,9 @@
 import pandas as pd
 
 from . import compute, cost, gpus
+from .memory import as_model
 from .models import Model
-from .units import DAY, TFLOPS
+from .units import DAY, TFLOPS, argument, check_list, check_positive, check_result
 
 #: The flagship training GPU of each generation in the catalog, oldest first.
 FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72")
@@ -14,7 +15,7 @@ def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
     """Launch year, dense BF16 (FP16 on V100) and FP8 peaks, memory, bandwidth, power and
     efficiency of each GPU, with the growth over the previous row."""
     rows = []
-    for g in map(gpus.get, names):
+    for g in map(gpus.get, check_list("names", names)):
         half = "bf16" if g.supports("bf16") else "fp16"
         rows.append({"GPU": g.name, "year": g.launch_year, "16-bit TFLOP/s": g.peak_flops(half) / TFLOPS,
                      "FP8 TFLOP/s": g.peak_flops("fp8") / TFLOPS if g.supports("fp8") else None,
@@ -25,23 +26,40 @@ def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
     return table
 
 
+def _rate(gpu: str, price: float | None, name: str) -> float:
+    """Your price, else the median on-demand price of the data, in US dollars per GPU-hour."""
+    if price is None and cost.price(gpu) is None:
+        raise ValueError(f"no dated on-demand price for {gpus.get(gpu).name}; give {name}")
+    return cost.hourly_rate(gpu, price_per_gpu_hour=price).expected
+
+
 def wait_or_start(model: "Model | str | float", tokens: float, n_gpus: int, *, now: str = "H100-SXM5-80GB",
                   later: str = "B200-HGX-192GB", wait_months: float = 6.0, now_price: float | None = None,
-                  later_price: float) -> dict:
+                  later_price: float | None = None) -> dict:
     """Start a training run now on ``now`` GPUs, or wait ``wait_months`` for ``later`` ones.
 
     Both runs use the same GPU count and the calibrated MFU bands of their architectures
-    (:func:`compute.training_time`); prices in US dollars per GPU-hour (``now_price`` defaults to
-    the median of the data; a GPU not yet rentable needs ``later_price``). Returns the finish day
+    (:func:`compute.training_time`); prices in US dollars per GPU-hour (each defaults to the
+    median on-demand price of the data; a GPU without one needs yours). Returns the finish day
     (from today) and the cost of each, expected values.
     """
-    if wait_months < 0:
-        raise ValueError(f"wait_months must be >= 0, got {wait_months}")
-    rate_now = cost.hourly_rate(now, price_per_gpu_hour=now_price).expected
-    t_now = compute.training_time(model, tokens, now, n_gpus).expected
-    t_later = compute.training_time(model, tokens, later, n_gpus).expected
+    model = as_model(model)
+    check_positive("tokens", tokens)
+    check_positive("n_gpus", n_gpus, integer=True)
+    check_positive("wait_months", wait_months, allow_zero=True)
+    for name, price in (("now_price", now_price), ("later_price", later_price)):
+        if price is not None:
+            check_positive(name, price)
+    with argument("now", now):
+        rate_now = _rate(now, now_price, "now_price")
+        t_now = compute.training_time(model, tokens, now, n_gpus).expected
+    with argument("later", later):
+        rate_later = _rate(later, later_price, "later_price")
+        t_later = compute.training_time(model, tokens, later, n_gpus).expected
     wait_days = wait_months * 30.44
-    return {"start now: finish (days)": t_now / DAY, "wait: finish (days)": wait_days + t_later / DAY,
+    plan = {"start now: finish (days)": t_now / DAY, "wait: finish (days)": wait_days + t_later / DAY,
             "start now: cost (USD)": t_now / 3600 * n_gpus * rate_now,
-            "wait: cost (USD)": t_later / 3600 * n_gpus * later_price,
-            "break-even wait (months)": (t_now - t_later) / DAY / 30.44}
+            "wait: cost (USD)": t_later / 3600 * n_gpus * rate_later}
+    check_result(max(plan.values()), tokens=tokens, n_gpus=n_gpus, wait_months=wait_months, now_price=now_price,
+                 later_price=later_price)
+    return plan | {"break-even wait (months)": (t_now - t_later) / DAY / 30.44}

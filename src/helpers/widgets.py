@@ -13,7 +13,9 @@ from typing import Any
 import ipywidgets as w
 import pandas as pd
 from IPython.display import Image
+from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 
 from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select, trends
 from .units import DTYPES
@@ -32,10 +34,12 @@ class Panel(w.VBox):
         self.title, self.controls = title, controls
         self._compute, self._draw, self._table = compute, draw, table
         self.figure = Figure(figsize=figsize, layout="constrained")
+        FigureCanvasAgg(self.figure)  # one canvas for every redraw: its renderer keeps the text-layout caches warm
         self.result: Any = None
         self.table: pd.DataFrame | None = None
         self.message: str | None = None
         self._png = b""
+        self._positions: list | None = None
         self._holding = False
         self._message = w.HTML()
         self._output = w.Output()
@@ -90,18 +94,59 @@ class Panel(w.VBox):
         """The current figure as a PNG image, for showing a panel's default result in static pages."""
         return Image(data=self._png, format="png")
 
+    def _draw_png(self) -> bytes:
+        """Render the figure. The first drawing is laid out by matplotlib's constrained layout; later
+        ones reuse its axes positions (a layout pass costs as much as a drawing) unless the number
+        of axes changed or some text would fall outside the figure, in which case it lays out anew."""
+        fig = self.figure
+        if self._positions is not None and len(self._positions) == len(fig.axes):
+            fig.set_layout_engine(None)  # no engine at all: "none" would still cost savefig a layout pass
+            for ax, position in zip(fig.axes, self._positions):
+                ax.set_position(position)
+            png = _png(fig)
+            if _texts_inside(fig):
+                return png
+        fig.set_layout_engine("constrained")
+        for ax in fig.axes:
+            ax.set_in_layout(True)  # set_position took the axes out of the layout
+        png = _png(fig)
+        self._positions = [ax.get_position() for ax in fig.axes]
+        return png
+
     def _rendered(self) -> tuple[dict, ...]:
         """The figure (PNG) and table (HTML) as display outputs, set on the Output widget directly:
         no display messages, so a kernel without a front end (nbval, tests) sees nothing extra."""
-        png = io.BytesIO()
-        self.figure.savefig(png, format="png")
-        self._png = png.getvalue()
+        self._png = self._draw_png()
         outputs = [{"output_type": "display_data", "metadata": {},
                     "data": {"image/png": base64.b64encode(self._png).decode(), "text/plain": self.title}}]
         if self.table is not None:
             html = self.table.to_html(index=False, float_format=lambda v: f"{v:,.1f}")
             outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": html}})
         return tuple(outputs)
+
+
+def _png(fig: Figure) -> bytes:
+    out = io.BytesIO()
+    fig.savefig(out, format="png")
+    return out.getvalue()
+
+
+def _texts_inside(fig: Figure) -> bool:
+    """Whether every text of the last drawing lies inside the figure: tick labels of the ticks in
+    view, titles, axis labels, annotations and legends (their extents are cached by the drawing)."""
+    drawn, ticks = [], set()
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            lo, hi = sorted(axis.get_view_interval())
+            slack = 1e-9 * (hi - lo)
+            for tick in axis.get_major_ticks() + axis.get_minor_ticks():
+                ticks.update((id(tick.label1), id(tick.label2)))
+                if lo - slack <= tick.get_loc() <= hi + slack:
+                    drawn += [tick.label1, tick.label2]
+    drawn += [t for t in fig.findobj(Text) if id(t) not in ticks]
+    renderer, box = fig.canvas.get_renderer(), fig.bbox
+    return all(box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1 and box.y0 - 1 <= e.y0 and e.y1 <= box.y1 + 1
+               for e in (t.get_window_extent(renderer) for t in drawn if t.get_visible() and t.get_text()))
 
 
 def _model_controls(default: str) -> dict[str, w.ValueWidget]:
@@ -403,14 +448,14 @@ def wait_or_start(model: str = "llama-2-70b") -> Panel:
         "now": w.Dropdown(options=[n for n in gpus.names() if cost.price(n, "cloud_hour")], value="H100-SXM5-80GB",
                           description="available now"),
         "later": w.Dropdown(options=gpus.names(), value="B200-HGX-192GB", description="next generation"),
-        "later_price": w.BoundedFloatText(value=6.0, min=0.01, max=100.0, step=0.1,
-                                          description="its $/GPU-hour (your guess)"),
+        "later_price": w.BoundedFloatText(value=0.0, min=0.0, max=100.0, step=0.1,
+                                          description="its $/GPU-hour (0: median of the data)"),
         "wait_months": w.FloatSlider(value=6.0, min=0.0, max=24.0, step=0.5, description="wait (months)"),
     }
 
     def result(model, size_b, tokens_b, n_gpus, now, later, later_price, wait_months):
         return trends.wait_or_start(_model(model, size_b), tokens_b * 1e9, n_gpus, now=now, later=later,
-                                    wait_months=wait_months, later_price=later_price)
+                                    wait_months=wait_months, later_price=later_price or None)
 
     def table(result, **kw):
         return pd.DataFrame([result])

@@ -1,0 +1,311 @@
+"""Properties of the public API over wide inputs: any input, in range or not, gives either a finite,
+non-negative result or a ValueError; and results move the way physics says they must.
+
+Monotonicity already covered elsewhere is not repeated here: training memory against micro-batch,
+sequence, recompute, ZeRO stage and data-parallel degree, and inference memory against batch and
+context (test_memory); FLOPs against tokens, parameters and recompute (test_compute); all-reduce
+time over NVLink 4 against size and GPU count (test_comm).
+"""
+
+import math
+from dataclasses import asdict, is_dataclass
+
+import pandas as pd
+import pytest
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from helpers import comm, compare, compute, gpus, memory, models, precision, roofline, scaling, trends
+from helpers.estimate import Estimate
+
+FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+#: Models every tensor-parallel degree up to 8 splits; GPUs with BF16 tensor cores.
+SPLITTABLE = ["llama-2-7b", "llama-3-8b", "llama-2-70b", "mixtral-8x7b", "falcon-40b", "opt-13b", "gpt3-175b"]
+PRESETS = SPLITTABLE + ["gpt2-xl", "llama-33b"]
+GPUS = ["H100-SXM5-80GB", "A100-SXM4-40GB", "RTX-4090-24GB", "MI300X-192GB", "L40S-48GB", "B200-HGX-192GB"]
+MODEL = st.one_of(st.sampled_from(SPLITTABLE), st.floats(1e8, 1e13))
+TP = st.sampled_from([1, 2, 4, 8])
+#: Anything a reader might type: wrong types, zero, negative, NaN, infinite, huge, unknown names.
+WILD = st.one_of(
+    st.sampled_from([None, "8", "", "bf16", "H100", "nvlink4", "llama-2-7b", [1], (2,), True, False, 0, -1, 1.5, 2.0,
+                     3, 16, 2**53 + 1, math.nan, math.inf, -math.inf, 1e-300, 1e300]),
+    st.integers(-2**64, 2**64), st.floats(allow_nan=True, allow_infinity=True), st.text(max_size=3))
+ALIASES = {"link_or_name": "link", "gpu": "gpu", "model_or_n_params": "model"}
+
+
+def _numbers(result):
+    """Every number inside a result: floats, Estimates, dataclasses, dicts, tuples, DataFrames."""
+    if isinstance(result, bool) or result is None or isinstance(result, str):
+        return
+    if isinstance(result, (int, float)):
+        yield result
+    elif isinstance(result, pd.DataFrame):
+        for column in result.select_dtypes("number").columns.drop("headroom (GB)", errors="ignore"):
+            yield from result[column].dropna()
+    elif isinstance(result, dict):
+        for key, value in result.items():
+            if "break-even" not in key:  # a signed difference of two finish times
+                yield from _numbers(value)
+    elif isinstance(result, (list, tuple)):
+        for value in result:
+            yield from _numbers(value)
+    elif is_dataclass(result):
+        yield from _numbers(asdict(result))
+        for name in ("total", "efficiency"):
+            if hasattr(result, name):
+                yield getattr(result, name)
+
+
+@st.composite
+def spoiled(draw, valid, adjust=lambda kwargs: kwargs):
+    """(kwargs, name): valid keyword arguments (``adjust`` makes them consistent), or, about half
+    the time, the same with the argument ``name`` replaced by anything at all (name is None when
+    nothing was replaced)."""
+    kwargs = adjust(draw(st.fixed_dictionaries(valid)))
+    if draw(st.booleans()):
+        return kwargs, None
+    name = draw(st.sampled_from(sorted(valid)))
+    return kwargs | {name: draw(WILD)}, name
+
+
+def clean_or_named_error(f, case):
+    """Call ``f(**kwargs)``: valid arguments give a result holding only finite, non-negative numbers;
+    a ValueError may come only from the replaced argument, and its message must name it."""
+    kwargs, name = case
+    try:
+        result = f(**kwargs)
+    except ValueError as error:
+        assert name is not None, f"valid arguments rejected: {kwargs}: {error}"
+        assert name in str(error) or ALIASES.get(name, "\0") in str(error).lower(), (name, kwargs[name], str(error))
+        return None
+    for x in _numbers(result):
+        assert math.isfinite(x) and x >= 0, (f.__name__, kwargs, result)
+    return result
+
+
+# --- any input: a clean result or a ValueError naming the bad argument ---------------------------
+
+@FAST
+@given(spoiled(dict(model=MODEL, dtype=st.sampled_from(memory.TRAIN_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
+                    micro_batch_size=st.integers(1, 64), seq_len=st.integers(1, 65536),
+                    recompute=st.sampled_from(memory.RECOMPUTE), zero_stage=st.sampled_from([0, 1]),
+                    dp=st.integers(1, 4096), tp=TP, pp=st.sampled_from([1, 2, 4]),
+                    method=st.sampled_from(memory.METHODS), master_weights=st.booleans(), lora_rank=st.integers(1, 256)),
+               adjust=lambda kw: kw if isinstance(kw["model"], str) else kw | {"pp": 1}))  # dense layer counts vary
+def test_training_memory_is_clean_or_rejected(case):
+    clean_or_named_error(memory.training, case)
+
+
+@FAST
+@given(spoiled(dict(model=MODEL, weight_dtype=st.sampled_from(memory.DTYPES), kv_dtype=st.sampled_from(memory.KV_DTYPES),
+                    batch_size=st.integers(1, 1024), context_len=st.integers(1, 10**6), tp=TP)))
+def test_inference_memory_is_clean_or_rejected(case):
+    clean_or_named_error(memory.inference, case)
+
+
+@FAST
+@given(spoiled(dict(model=MODEL, tokens=st.floats(1e3, 1e16), gpu=st.sampled_from(GPUS), n_gpus=st.integers(1, 10**5),
+                    dtype=st.sampled_from(["bf16", "fp16"]), mfu=st.one_of(st.none(), st.floats(0.01, 1)),
+                    goodput=st.one_of(st.none(), st.floats(0.5, 1)), seq_len=st.one_of(st.none(), st.integers(1, 10**6)),
+                    recompute=st.sampled_from(memory.RECOMPUTE))))
+def test_training_time_is_clean_or_rejected(case):
+    clean_or_named_error(compute.training_time, case)
+
+
+@FAST
+@given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), n_gpus=TP, batch_size=st.integers(1, 512),
+                    context_len=st.integers(1, 10**6), weight_dtype=st.sampled_from(memory.DTYPES),
+                    kv_dtype=st.sampled_from(memory.KV_DTYPES))))
+def test_decode_throughput_is_clean_or_rejected(case):
+    clean_or_named_error(compute.decode_throughput, case)
+
+
+@FAST
+@given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), prompt_len=st.integers(1, 10**6), n_gpus=TP,
+                    batch_size=st.integers(1, 512), dtype=st.sampled_from(memory.DTYPES))))
+def test_prefill_time_is_clean_or_rejected(case):
+    clean_or_named_error(compute.prefill_time, case)
+
+
+@FAST
+@given(spoiled(dict(collective=st.sampled_from(comm.COLLECTIVES), n_bytes=st.floats(0, 1e15),
+                    n_gpus=st.integers(1, 10**5), link_or_name=st.sampled_from(comm.links()))))
+def test_collective_time_is_clean_or_rejected(case):
+    clean_or_named_error(comm.collective_time, case)
+
+
+@FAST
+@given(spoiled(dict(n_bytes=st.floats(0, 1e15), n_nodes=st.integers(1, 4096), gpus_per_node=st.integers(1, 16),
+                    intra=st.sampled_from(comm.links()), inter=st.sampled_from(["ib-edr", "ib-hdr", "ib-ndr", "ib-xdr"]),
+                    nics_per_node=st.integers(1, 16), algorithm=st.sampled_from(comm.ALGORITHMS))))
+def test_multinode_allreduce_time_is_clean_or_rejected(case):
+    clean_or_named_error(comm.multinode_allreduce_time, case)
+
+
+@FAST
+@given(spoiled(dict(gradient_bytes=st.floats(1, 1e14), compute_seconds=st.floats(1e-6, 1e6),
+                    n_gpus=st.sampled_from([1, 2, 8, 64]), gpu_link=st.sampled_from(comm.links()), overlap=st.floats(0, 1),
+                    zero_stage=st.sampled_from(memory.ZERO_STAGES), bucket_bytes=st.floats(1, 1e10),
+                    gpus_per_node=st.just(8), network=st.sampled_from(["ib-hdr", "ib-ndr"]))))
+def test_data_parallel_step_is_clean_or_rejected(case):
+    clean_or_named_error(scaling.data_parallel_step, case)
+
+
+@FAST
+@given(spoiled(dict(m=st.integers(1, 10**6), n=st.integers(1, 10**6), k=st.integers(1, 10**6),
+                    element_bytes=st.sampled_from([0.5, 1, 2, 4]))),
+       spoiled(dict(gpu=st.sampled_from(GPUS), dtype=st.sampled_from(["fp16", "bf16"]), intensity=st.floats(1e-3, 1e6))))
+def test_roofline_is_clean_or_rejected(matmul, roof):
+    clean_or_named_error(roofline.matmul_intensity, matmul)
+    clean_or_named_error(roofline.attainable, roof)
+
+
+@settings(max_examples=40, deadline=None)
+@given(spoiled(dict(n_steps=st.integers(1, 5000), overflow_steps=st.sets(st.integers(0, 5000), max_size=5),
+                    init_scale=st.floats(1, 2.0**24), growth_factor=st.floats(1.1, 4), backoff_factor=st.floats(0.1, 0.9),
+                    growth_interval=st.integers(100, 3000))))
+def test_grad_scaler_trace_is_clean_or_rejected(case):
+    trace = clean_or_named_error(precision.grad_scaler_trace, case)
+    if trace is not None:
+        kwargs = case[0]
+        assert len(trace.scales) == kwargs["n_steps"] and set(trace.skipped) <= set(kwargs["overflow_steps"])
+
+
+@settings(max_examples=25, deadline=None)
+@given(spoiled(dict(model=MODEL, tokens=st.floats(1e6, 1e15), n_gpus=st.integers(1, 10**4), wait_months=st.floats(0, 60),
+                    later_price=st.floats(0.01, 100))),
+       spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), n_gpus=TP, weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]),
+                    batch_size=st.integers(1, 256), context_len=st.integers(1, 131072))))
+def test_comparisons_are_clean_or_rejected(wait, serve):
+    clean_or_named_error(trends.wait_or_start, wait)
+    clean_or_named_error(compare.serving_estimate, serve)
+
+
+# --- physics: what must grow and what must fall --------------------------------------------------
+
+TRAIN = dict(dtype=st.sampled_from(memory.TRAIN_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
+             method=st.sampled_from(memory.METHODS), recompute=st.sampled_from(memory.RECOMPUTE),
+             zero_stage=st.sampled_from(memory.ZERO_STAGES), dp=st.integers(1, 512))
+
+
+@FAST
+@given(n_layers=st.integers(1, 120), extra=st.integers(1, 40), micro_batch_size=st.integers(1, 16),
+       seq_len=st.integers(1, 16384), **TRAIN)
+def test_training_memory_grows_with_model_size(n_layers, extra, micro_batch_size, seq_len, **kw):
+    """More layers of the same width: more of every model state and more activations."""
+    base = models.get("llama-2-7b")
+    per_layer = (base.n_params - base.embedding_params) / base.n_layers
+
+    def sized(layers):
+        n = base.embedding_params + per_layer * layers
+        return models.Model(**asdict(base) | dict(n_layers=layers, n_params=n, n_active_params=n))
+
+    small = memory.training(sized(n_layers), micro_batch_size=micro_batch_size, seq_len=seq_len, **kw)
+    large = memory.training(sized(n_layers + extra), micro_batch_size=micro_batch_size, seq_len=seq_len, **kw)
+    assert large.total > small.total
+    for part in ("weights", "gradients", "optimizer", "activations"):
+        assert getattr(large, part) >= getattr(small, part)
+
+
+@FAST
+@given(n_params=st.floats(1e8, 1e13), grow=st.floats(1.01, 10), **TRAIN)
+def test_model_states_grow_with_parameter_count(n_params, grow, **kw):
+    assume(n_params * grow <= models.MAX_PARAMS)
+    small, large = memory.training(n_params, **kw), memory.training(n_params * grow, **kw)
+    assert large.weights + large.gradients + large.optimizer > small.weights + small.gradients + small.optimizer
+
+
+@FAST
+@given(model=st.sampled_from(PRESETS), kv_dtype=st.sampled_from(memory.KV_DTYPES), batch_size=st.integers(1, 256),
+       context_len=st.integers(1, 200_000), tp=st.sampled_from([1, 2, 4, 8, 16]))
+def test_kv_cache_grows_with_context_and_batch(model, kv_dtype, batch_size, context_len, tp):
+    def kv(b, s):
+        return memory.inference(model, kv_dtype=kv_dtype, batch_size=b, context_len=s, tp=tp).kv_cache
+
+    try:
+        base = kv(batch_size, context_len)
+    except ValueError:  # tp does not split this model
+        assume(False)
+    assert kv(batch_size + 1, context_len) > base and kv(batch_size, context_len + 1) > base
+    assert kv(2 * batch_size, context_len) == pytest.approx(2 * base)
+    assert kv(batch_size, 3 * context_len) == pytest.approx(3 * base)
+
+
+@FAST
+@given(model=st.one_of(st.sampled_from(PRESETS), st.floats(1e8, 1e12)), tokens=st.floats(1e6, 1e14),
+       gpu=st.sampled_from(["H100", "A100 80GB", "MI300X", "B200"]), n_gpus=st.integers(1, 4096), more=st.integers(1, 4096),
+       dtype=st.sampled_from(["bf16", "fp16"]))
+def test_training_time_falls_with_gpus_and_grows_with_tokens(model, tokens, gpu, n_gpus, more, dtype):
+    t = compute.training_time(model, tokens, gpu, n_gpus, dtype=dtype)
+    faster = compute.training_time(model, tokens, gpu, n_gpus + more, dtype=dtype)
+    longer = compute.training_time(model, tokens * 1.5, gpu, n_gpus, dtype=dtype)
+    for end in ("low", "expected", "high"):
+        assert getattr(faster, end) < getattr(t, end) < getattr(longer, end)
+
+
+@FAST
+@given(collective=st.sampled_from(comm.COLLECTIVES), link=st.sampled_from(comm.links()), n_gpus=st.integers(2, 1024),
+       n_bytes=st.floats(0, 1e12), extra=st.floats(1, 1e12), tree=st.booleans())
+def test_collective_time_grows_with_message_size(collective, link, n_gpus, n_bytes, extra, tree):
+    algorithm = "tree" if tree and collective == "allreduce" else "ring"
+    small = comm.collective_time(collective, n_bytes, n_gpus, link, algorithm=algorithm)
+    large = comm.collective_time(collective, n_bytes + extra, n_gpus, link, algorithm=algorithm)
+    assert large.low > small.low and large.expected > small.expected and large.high > small.high
+
+
+@FAST
+@given(n_bytes=st.floats(0, 1e12), extra=st.floats(1, 1e12), n_nodes=st.integers(2, 128),
+       gpus_per_node=st.sampled_from([1, 2, 4, 8]), nics=st.integers(1, 8),
+       inter=st.sampled_from(["ib-edr", "ib-hdr", "ib-ndr", "ib-xdr"]))
+def test_multinode_allreduce_time_grows_with_message_size(n_bytes, extra, n_nodes, gpus_per_node, nics, inter):
+    def t(size):
+        return comm.multinode_allreduce_time(size, n_nodes, gpus_per_node, "nvlink4", inter, nics_per_node=nics).expected
+
+    assert t(n_bytes + extra) > t(n_bytes)
+
+
+@FAST
+@given(model=st.sampled_from(PRESETS), gpu=st.sampled_from(GPUS), n_gpus=st.sampled_from([1, 2, 4, 8]),
+       batch_size=st.integers(1, 64), context_len=st.integers(1, 65536), extra=st.integers(1, 65536),
+       weight_dtype=st.sampled_from(["bf16", "fp16", "int8", "int4", "fp8"]))
+def test_decode_throughput_per_sequence_falls_with_context(model, gpu, n_gpus, batch_size, context_len, extra,
+                                                           weight_dtype):
+    kw = dict(n_gpus=n_gpus, batch_size=batch_size, weight_dtype=weight_dtype)
+    try:
+        short = compute.decode_throughput(model, gpu, context_len=context_len, **kw)
+    except ValueError:  # n_gpus does not split this model
+        assume(False)
+    long = compute.decode_throughput(model, gpu, context_len=context_len + extra, **kw)
+    for end in ("low", "expected", "high"):
+        assert getattr(long, end) / batch_size <= getattr(short, end) / batch_size
+
+
+@FAST
+@given(parts=st.lists(st.floats(0, 2e11), min_size=6, max_size=6), shrink=st.floats(0, 1),
+       small=st.sampled_from(gpus.names()), large=st.sampled_from(gpus.names()))
+def test_fits_is_monotone_in_memory(parts, shrink, small, large):
+    need = memory.MemoryBreakdown(*parts)
+    less = memory.MemoryBreakdown(*(p * shrink for p in parts))
+    small, large = sorted((gpus.get(small), gpus.get(large)), key=lambda g: g.memory_bytes)
+    assert not memory.fits(need, small) or memory.fits(need, large)  # more memory holds what less holds
+    assert not memory.fits(need, small) or memory.fits(less, small)  # and less need fits where more does
+    assert memory.fits(need, small) == (need.total <= small.memory_bytes)
+
+
+@FAST
+@given(model=st.sampled_from(PRESETS), gpu=st.sampled_from(GPUS), context_len=st.sampled_from([512, 2048, 8192, 32768]))
+def test_max_batch_size_is_the_fitting_edge(model, gpu, context_len):
+    g = gpus.get(gpu)
+    b = memory.max_batch_size(model, g, context_len=context_len)
+    assert b >= 0
+    if b:
+        assert memory.fits(memory.inference(model, batch_size=b, context_len=context_len), g)
+    assert not memory.fits(memory.inference(model, batch_size=b + 1, context_len=context_len), g)
+
+
+@FAST
+@given(low=st.floats(-1e12, 1e12), a=st.floats(0, 1e12), b=st.floats(0, 1e12), factor=st.floats(-1e6, 1e6))
+def test_estimate_scaling_keeps_its_order(low, a, b, factor):
+    e = Estimate(low, low + a, low + a + b) * factor
+    assert e.low <= e.expected <= e.high
