@@ -55,9 +55,12 @@ def test_training_set_redraws(training):
     assert "Training memory per GPU: dense-70B" in training.figure.axes[0].get_title()
 
 
-def test_training_slider_clamps_to_sizes_the_model_accepts(training):
-    training.set(model="custom", size_b=0.01)  # the slider stops at 0.1B, the smallest dense() accepts
+def test_size_and_token_sliders_stop_at_values_a_reader_can_name(training):
+    stops = [value for _, value in training.controls["size_b"].options]
+    assert stops[0] == 0.1 and {7, 70, 1000} <= set(stops)  # 0.1B: the smallest dense() accepts
+    training.set(model="custom", size_b=0.1)
     assert training.message is None and training.result == memory.training(models.dense(1e8), recompute="selective")
+    assert {1000, 2000, 15000} <= {value for _, value in widgets.training_time().controls["tokens_b"].options}
 
 
 def test_error_from_the_model_layer_is_shown_not_raised(training, monkeypatch):
@@ -206,8 +209,6 @@ def _values(control):
         return st.sampled_from([o[1] if isinstance(o, tuple) else o for o in control.options])
     if isinstance(control, w.IntSlider):
         return st.integers(control.min, control.max)
-    if isinstance(control, w.FloatLogSlider):
-        return st.floats(control.base ** control.min, control.base ** control.max)
     return st.floats(control.min, control.max)  # FloatSlider, BoundedFloatText
 
 

@@ -50,8 +50,9 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
     marked in ``highlight`` shaded) as HTML whose ids derive from the content, so that
     re-executing a notebook changes nothing."""
     uuid = hashlib.sha1((caption + frame.to_csv()).encode()).hexdigest()[:8]
-    yes_no = {c: (lambda v: "yes" if v else "no") for c in frame.columns if frame[c].dtype == bool}
-    styler = frame.style.set_uuid(uuid).hide(axis="index").format(yes_no | (formats or {}), na_rep="–")
+    defaults = {c: _yes_no if frame[c].dtype == bool else _number if pd.api.types.is_float_dtype(frame[c]) else _code
+                for c in frame.columns}
+    styler = frame.style.set_uuid(uuid).hide(axis="index").format(defaults | (formats or {}), na_rep="–")
     if highlight is not None:  # rows to draw attention to, e.g. the article's wrong claims
         marks = dict(zip(frame.index, highlight))
         styler = styler.apply(lambda row: ["background-color: #fbe3e4" if marks[row.name] else "" for _ in row], axis=1)
@@ -60,3 +61,17 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},
                                       {"selector": "th, td", "props": "padding: 0.2em 0.7em;"}])
     return HTML(styler.to_html())
+
+
+def _yes_no(value: bool) -> str:
+    return "yes" if value else "no"
+
+
+def _number(value: float) -> str:
+    """Four significant digits, thousands separated: 0.27, 1.235, 12,346."""
+    return f"{value:,.4g}" if abs(value) < 1e4 else f"{value:,.0f}"
+
+
+def _code(value: object) -> object:
+    """Markdown code spans (`...`) in text cells as HTML code."""
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", value) if isinstance(value, str) else value

@@ -41,7 +41,8 @@ def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities:
         ax.axvline(size / GB, color="0.3", linestyle="--", linewidth=1)
         if size / GB - labelled > 0.03 * xmax:  # label only lines far enough apart to be read
             ax.annotate(text, (size / GB, 1.0), xycoords=("data", "axes fraction"), rotation=90, ha="right",
-                        va="top", fontsize=8, color="0.3")
+                        va="top", fontsize=8, color="0.2",
+                        bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75})
             labelled = size / GB
     for y, total in enumerate(left):
         ax.annotate(f" {total:,.1f} GB", (total, y), va="center", fontsize=9)

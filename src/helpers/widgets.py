@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from . import comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select, trends
+from . import book, comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select, trends
 from .units import DTYPES
 
 CUSTOM = "custom"
@@ -120,8 +120,7 @@ class Panel(w.VBox):
         outputs = [{"output_type": "display_data", "metadata": {},
                     "data": {"image/png": base64.b64encode(self._png).decode(), "text/plain": self.title}}]
         if self.table is not None:
-            html = self.table.to_html(index=False, float_format=lambda v: f"{v:,.1f}")
-            outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": html}})
+            outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": book.table(self.table).data}})
         return tuple(outputs)
 
 
@@ -149,17 +148,21 @@ def _texts_inside(fig: Figure) -> bool:
                for e in (t.get_window_extent(renderer) for t in drawn if t.get_visible() and t.get_text()))
 
 
+def _stops(low: float, high: float) -> tuple[tuple[str, float], ...]:
+    """Slider stops a reader can name: 1, 1.5, 2, 3, 5 and 7 times the powers of ten in [low, high]."""
+    values = (round(m * 10.0**e, 6) for e in range(-2, 6) for m in (1, 1.5, 2, 3, 5, 7))
+    return tuple((f"{v:,g}", v) for v in values if low <= v <= high)
+
+
 def _model_controls(default: str) -> dict[str, w.ValueWidget]:
     options = [(models.get(n).display_name, n) for n in models.names()] + [("custom size (slider)", CUSTOM)]
     return {"model": w.Dropdown(options=options, value=default, description="model"),
-            "size_b": w.FloatLogSlider(value=7, base=10, min=-1, max=3, step=0.05,
-                                       description="custom size (B params)", readout_format=".3g")}
+            "size_b": w.SelectionSlider(options=_stops(0.1, 1000), value=7, description="custom size (B params)")}
 
 
-def _tokens_slider(billions: float) -> w.FloatLogSlider:
-    """Training tokens in billions, 1B to about 30T on a log scale."""
-    return w.FloatLogSlider(value=billions, base=10, min=0, max=4.5, step=0.05, description="training tokens (B)",
-                            readout_format=",.0f")
+def _tokens_slider(billions: float, smallest: float = 1) -> w.SelectionSlider:
+    """Training tokens in billions, from ``smallest`` to 30T."""
+    return w.SelectionSlider(options=_stops(smallest, 30000), value=billions, description="training tokens (B)")
 
 
 def _model(model: str, size_b: float) -> models.Model:
@@ -419,8 +422,7 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
     """Every GPU's best option for a task, ranked, with the constraint that binds."""
     controls = _model_controls(model) | {
         "task": w.Dropdown(options=select.TASKS, value=task, description="task"),
-        "tokens_b": w.FloatLogSlider(value=2000, base=10, min=-1, max=4.5, step=0.05,
-                                     description="training tokens (B)", readout_format=",.1f"),
+        "tokens_b": _tokens_slider(2000, smallest=0.1),
         "deadline_days": w.IntSlider(value=select.DEFAULT_DEADLINE_DAYS, min=1, max=365, description="deadline (days)"),
         "budget_usd": w.BoundedFloatText(value=0.0, min=0.0, max=1e10, description="budget, $ (0: none)"),
         "batch_size": w.IntSlider(value=1, min=1, max=256, description="serving batch"),

@@ -27,9 +27,6 @@ FORBIDDEN_TEXT = ("Error displaying widget", "Traceback", "Loading widget")
 #: console errors and page errors from our own origin that come from the toolchain, not the book;
 #: each is matched exactly and named here so that any other error fails the test.
 KNOWN_TOOLCHAIN_ERRORS = {
-    # sphinx-thebe 0.3.1 registers its inline config script with app.add_js_file(None, body=...) after
-    # the builder started; Sphinx 7.4's HTML builder then emits it twice on every page.
-    r"SyntaxError: Identifier 'THEBE_JS_URL' has already been declared",
     # pydata-sphinx-theme 0.17 on a first visit (empty localStorage) rejects the empty mode the
     # page's own inline script set, then resets it to "auto" (pydata/pydata-sphinx-theme#1635).
     r"Got invalid theme mode: \. Resetting to auto\.",
