@@ -4,6 +4,7 @@ and changes nothing global; :func:`use_book_style` is applied only when a notebo
 import matplotlib as mpl
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.ticker import NullLocator
 
 from .gpus import GPU
 from .memory import COMPONENTS, MemoryBreakdown
@@ -22,6 +23,13 @@ BOOK_STYLE = {"figure.dpi": 100, "savefig.dpi": 100, "font.size": 10, "axes.spin
 def use_book_style() -> None:
     """Apply the book's matplotlib style (fonts, grid, fixed dpi)."""
     mpl.rcParams.update(BOOK_STYLE)
+
+
+def _no_minor_ticks(ax: Axes) -> None:
+    """Log axes without minor ticks: the major decades and the grid read as well, and each of the
+    dozens of minor ticks costs a live panel several milliseconds per redraw."""
+    ax.xaxis.set_minor_locator(NullLocator())
+    ax.yaxis.set_minor_locator(NullLocator())
 
 
 def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities: dict[str, float] | None = None,
@@ -98,6 +106,7 @@ def roofline(ax: Axes, gpus: list[GPU], dtype: str, points: dict[str, float] | N
                        label=f"{label}: {x:,.0f} FLOP/B, {'memory' if x * bw < peak else 'compute'}-bound")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), xlabel="arithmetic intensity (FLOP per byte of memory traffic)",
            ylabel="attainable TFLOP/s (dense)")
+    _no_minor_ticks(ax)
     ax.legend(fontsize=7, loc="lower right")
     ax.set_title(title, fontsize=10)
     return ax
@@ -113,6 +122,7 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
     colors = ["#1F3A93" if lab == highlight else "#9DB4E0" for lab in labels]
     if log:
         ax.set_xscale("log")
+        _no_minor_ticks(ax)
     bars = ax.barh(labels, expected, xerr=errors, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
     for bar, lab, value, b in zip(bars, labels, expected, bands):
         if lab in excluded:
@@ -167,6 +177,7 @@ def scaling(fig, table: pd.DataFrame, *, title: str = "") -> None:
     left.legend(fontsize=8, loc="lower left")
     right.plot(table["GPUs"], table["efficiency"] * 100, marker="o")
     right.set(xscale="log", xlabel="GPUs", ylabel="scaling efficiency (%)", ylim=(0, 105))
+    _no_minor_ticks(right)
     right.set_xticks(list(table["GPUs"]), labels, fontsize=7)
     fig.suptitle(title, fontsize=10)
 
