@@ -2,7 +2,6 @@
 here that every chapter was executed top to bottom by scripts/execute_notebooks.py."""
 
 import json
-import tomllib
 from pathlib import Path
 
 import pytest
@@ -69,13 +68,3 @@ def test_every_toc_chapter_notebook_is_tested():
     listed = {ROOT / (f + ".ipynb") for f in toc_files() if f.startswith("notebooks/")}
     assert listed <= set(NOTEBOOKS)
 
-
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_setup_cell_installs_this_release_from_this_repository(path):
-    """Colab lacks the package: the first code cell installs it from the repository the book's
-    launch buttons point to, at the tag of the package's version, and only when it is missing."""
-    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    version = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]["version"]
-    first = "".join(code_cells(path)[0]["source"])
-    assert f'git+{config["repository"]["url"]}@v{version}"' in first
-    assert first.index("except ModuleNotFoundError:") < first.index("%pip install")

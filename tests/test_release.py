@@ -1,10 +1,12 @@
 """The release the book points readers to is written in several places (launch links, the
 Colab setup cells, the citation); they must all name the package's version and one repository."""
 
+import json
 import re
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -24,3 +26,13 @@ def test_pinned_links_name_this_release_and_repository():
 def test_citation_names_this_release_and_repository():
     citation = yaml.safe_load((ROOT / "CITATION.cff").read_text(encoding="utf-8"))
     assert str(citation["version"]) == VERSION and citation["repository-code"] == REPOSITORY
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "notebooks").glob("*.ipynb")), ids=lambda p: p.name)
+def test_setup_cell_installs_this_release_from_this_repository(path):
+    """Colab lacks the package: the first code cell installs it from the repository the book's
+    launch buttons point to, at the tag of the package's version, and only when it is missing."""
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    first = "".join(next(c for c in cells if c["cell_type"] == "code")["source"])
+    assert f'git+{REPOSITORY}@v{VERSION}"' in first
+    assert first.index("except ModuleNotFoundError:") < first.index("%pip install")

@@ -212,7 +212,7 @@ def _values(control):
     return st.floats(control.min, control.max)  # FloatSlider, BoundedFloatText
 
 
-_PANELS: dict = {}
+_PANELS: dict = {}  # name -> (panel, its default control values): one panel per name for all examples
 
 
 @pytest.mark.parametrize("name", sorted(widgets.panels()))
@@ -221,8 +221,10 @@ _PANELS: dict = {}
 def test_any_control_values_give_a_figure_or_a_short_message(name, data):
     """Whatever a reader sets, a panel shows a result or a one-line message, never raises, and
     recovers when the input is put right."""
-    panel = _PANELS.setdefault(name, widgets.panels()[name]())
-    defaults = _PANELS.setdefault(f"{name} defaults", panel.values())
+    if name not in _PANELS:
+        panel = widgets.panels()[name]()
+        _PANELS[name] = panel, panel.values()
+    panel, defaults = _PANELS[name]
     panel.set(**{key: data.draw(_values(control), label=key) for key, control in panel.controls.items()})
     if panel.message is None:
         assert panel.result is not None and panel._output.outputs

@@ -54,7 +54,7 @@ class MemoryBreakdown:
 
     @property
     def total(self) -> float:
-        return sum(asdict(self).values())
+        return sum(getattr(self, name) for name in COMPONENTS)
 
     def as_dict(self) -> dict[str, float]:
         """Components in :data:`COMPONENTS` order, bytes."""

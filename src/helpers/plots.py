@@ -197,7 +197,7 @@ def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, titl
 
 
 BINDING_COLORS = {"compute": "#4C72B0", "memory bandwidth": "#55A868", "interconnect": "#DD8452", "memory": "#C44E52",
-                  "deadline": "#8172B3", "budget": "#937860", "latency": "#DA8BC3", "licence": "#8C8C8C"}
+                  "deadline": "#8172B3", "budget": "#937860", "latency": "#DA8BC3"}
 
 
 def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:

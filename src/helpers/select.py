@@ -34,6 +34,8 @@ CONSUMER_MAX_GPUS = 8
 #: Workstation cards (RTX A-series, RTX 6000 Ada) are rented one machine of up to 8 at a time: none
 #: of the providers in prices.csv offers them as multi-server clusters with a scale-out network.
 WORKSTATION_MAX_GPUS = 8
+#: Most GPUs of a market segment one job can use; the selector tries no more.
+SEGMENT_MAX_GPUS = {"consumer": CONSUMER_MAX_GPUS, "workstation": WORKSTATION_MAX_GPUS}
 
 
 def _training_dtype(g: gpus.GPU) -> str:
@@ -53,7 +55,7 @@ def _train_option(m: Model, g: gpus.GPU, n: int, task: str, tokens: float, seq_l
                                           zero_stage=3 if method == "full" else 0).efficiency
     days = time.expected / efficiency / DAY
     rate = cost.price(g, "cloud_hour")
-    return {"gpu": g.name, "segment": g.segment, "n_gpus": n,
+    return {"gpu": g.name, "n_gpus": n,
             "settings": f"{dtype}, {'ZeRO-3, ' if method == 'full' else method + ', '}full recompute",
             "fits": memory.fits(need, g), "memory per GPU (GB)": need.total / 1e9, "days": days,
             "days low": time.low / efficiency / DAY, "days high": time.high / efficiency / DAY,
@@ -63,19 +65,13 @@ def _train_option(m: Model, g: gpus.GPU, n: int, task: str, tokens: float, seq_l
 def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
     e = compare.serving_estimate(m, g, n_gpus=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
     tps, rate = e["tokens/s"].expected, cost.price(g, "cloud_hour")
-    return {"gpu": g.name, "segment": g.segment, "n_gpus": tp, "settings": f"{dtype} weights, tensor parallel {tp}",
+    return {"gpu": g.name, "n_gpus": tp, "settings": f"{dtype} weights, tensor parallel {tp}",
             "fits": e["fits"], "memory per GPU (GB)": e["memory per GPU (GB)"], "tokens/s": tps,
             "ms per token": batch_size / tps * 1000, "bound": "memory bandwidth" if e["bound"] == "memory" else "compute",
             "cost_usd": rate * tp / (tps * 3600) * 1e6 if rate else nan}
 
 
 def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
-    if row["segment"] == "consumer" and row["n_gpus"] > CONSUMER_MAX_GPUS:
-        return "licence", (f"{row['n_gpus']} GeForce cards would need a data centre, which NVIDIA's GeForce licence "
-                           f"excludes; one workstation holds {CONSUMER_MAX_GPUS}")
-    if row["segment"] == "workstation" and row["n_gpus"] > WORKSTATION_MAX_GPUS:
-        return "availability", (f"{row['n_gpus']} workstation cards would need a cluster with a scale-out network; "
-                                f"they are rented one machine of up to {WORKSTATION_MAX_GPUS} at a time")
     if not row["fits"]:
         return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even with ZeRO-3 over {row['n_gpus']} GPUs"
     if deadline_days and row["days"] > deadline_days:
@@ -110,7 +106,8 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
     ``serve`` uses ``batch_size``, ``context_len``, ``latency_ms`` (per output token) and
     ``budget_usd`` (per million tokens). Columns: gpu, n_gpus, settings, fits, days or tokens/s,
     cost_usd (NaN without a dated price), binding (memory, compute, memory bandwidth,
-    interconnect, latency, deadline, budget, licence or availability) and reason.
+    interconnect, latency, deadline or budget) and reason. Consumer and workstation cards are
+    tried on one machine only (:data:`SEGMENT_MAX_GPUS`).
     """
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not supported; choose one of {', '.join(TASKS)}")
@@ -126,7 +123,8 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
             verdicts = [_serving_verdict(o, latency_ms, budget_usd) for o in options]
         else:
             check_positive("tokens", tokens)
-            options = [_train_option(m, g, n, task, tokens, seq_len) for n in COUNTS if n <= max_gpus]
+            most = min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus))
+            options = [_train_option(m, g, n, task, tokens, seq_len) for n in COUNTS if n <= most]
             verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in options]
         for option, (binding, reason) in zip(options, verdicts):
             option.update(binding=binding, reason=reason,
@@ -137,15 +135,14 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
                                                      -o["tokens/s"] / o["n_gpus"])))
         elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
             best.append(min(feasible, key=lambda o: o["n_gpus"]))
-        else:  # what came closest: the largest allowed configuration that fits, else the largest allowed
-            allowed = [o for o in options if o["binding"] not in ("licence", "availability")] or options
-            fitting = [o for o in allowed if o["fits"]]
-            best.append(max(fitting or allowed, key=lambda o: o["n_gpus"]))
+        else:  # what came closest: the largest configuration that fits, else the largest tried
+            fitting = [o for o in options if o["fits"]]
+            best.append(max(fitting or options, key=lambda o: o["n_gpus"]))
     table = pd.DataFrame(best)
     speed = "tokens/s" if task == "serve" else "days"
     table["_rank"] = list(zip(~table["ok"], table["cost_usd"].isna(), table["cost_usd"].fillna(0),
                               -table[speed] if task == "serve" else table[speed]))
-    return table.sort_values("_rank").drop(columns=["_rank", "ok", "segment"], errors="ignore").reset_index(drop=True)
+    return table.sort_values("_rank").drop(columns=["_rank", "ok"]).reset_index(drop=True)
 
 
 def largest_trainable(gpu: "gpus.GPU | str", n_gpus: int, **kwargs) -> int:
