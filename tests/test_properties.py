@@ -15,7 +15,7 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from helpers import comm, compare, compute, gpus, memory, models, precision, roofline, scaling, trends
+from helpers import comm, compare, compute, gpus, memory, models, planner, precision, roofline, scaling, trends
 from helpers.estimate import Estimate
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -110,6 +110,14 @@ def test_inference_memory_is_clean_or_rejected(case):
                     goodput=st.one_of(st.none(), st.floats(0.5, 1)), seq_len=st.one_of(st.none(), st.integers(1, 10**6)),
                     recompute=st.sampled_from(memory.RECOMPUTE))))
 def test_training_time_is_clean_or_rejected(case):
+    """Valid arguments may also be refused when the model's batch cannot keep that many GPUs busy: the
+    planner then names n_gpus."""
+    kwargs, name = case
+    try:
+        compute.training_time(**kwargs)
+    except ValueError as error:
+        if kwargs["mfu"] is None and str(error).startswith(f"n_gpus={kwargs['n_gpus']}: no layout"):
+            return
     clean_or_named_error(compute.training_time, case)
 
 
@@ -233,15 +241,50 @@ def test_kv_cache_grows_with_context_and_batch(model, kv_dtype, batch_size, cont
 
 
 @FAST
-@given(model=st.one_of(st.sampled_from(PRESETS), st.floats(1e8, 1e12)), tokens=st.floats(1e6, 1e14),
-       gpu=st.sampled_from(["H100", "A100 80GB", "MI300X", "B200"]), n_gpus=st.integers(1, 4096), more=st.integers(1, 4096),
+@given(model=st.one_of(st.sampled_from(PRESETS), st.floats(1e9, 1e12)), tokens=st.floats(1e10, 1e14),
+       gpu=st.sampled_from(["H100", "A100 80GB", "MI300X", "B200", "L40S", "H100 PCIe"]), k=st.integers(0, 11),
        dtype=st.sampled_from(["bf16", "fp16"]))
-def test_training_time_falls_with_gpus_and_grows_with_tokens(model, tokens, gpu, n_gpus, more, dtype):
-    t = compute.training_time(model, tokens, gpu, n_gpus, dtype=dtype)
-    faster = compute.training_time(model, tokens, gpu, n_gpus + more, dtype=dtype)
-    longer = compute.training_time(model, tokens * 1.5, gpu, n_gpus, dtype=dtype)
-    for end in ("low", "expected", "high"):
-        assert getattr(faster, end) < getattr(t, end) < getattr(longer, end)
+def test_training_time_grows_with_tokens_and_falls_with_gpus_until_the_network_binds(model, tokens, gpu, k, dtype):
+    """At the model's fixed global batch, doubling the GPUs never slows training while the plan at the
+    larger count still spends most of its step computing (scaling efficiency at least 80 %)."""
+    n = 2**k
+    try:
+        t = compute.training_time(model, tokens, gpu, n, dtype=dtype)
+        bigger = planner.plan(model, gpu, 2 * n, tokens=tokens, dtype=dtype)
+    except ValueError as error:  # the batch cannot keep that many GPUs busy
+        assume("no layout" not in str(error))
+        raise
+    longer = compute.training_time(model, tokens * 1.5, gpu, n, dtype=dtype)
+    assert t.low < longer.low and t.expected < longer.expected and t.high < longer.high
+    if bigger.fits and bigger.scaling_efficiency >= 0.8 and planner.plan(model, gpu, n, tokens=tokens, dtype=dtype).fits:
+        assert compute.run_time(bigger, tokens).expected <= t.expected * 1.0001
+
+
+@FAST
+@given(model=st.one_of(st.sampled_from(PRESETS), st.floats(1e9, 2e12)), gpu=st.sampled_from(GPUS), k=st.integers(0, 12),
+       seq_len=st.sampled_from([1024, 2048, 4096, 8192]))
+def test_planner_keeps_tensor_parallelism_in_the_nvlink_domain_and_its_layout_fits(model, gpu, k, seq_len):
+    """Tensor parallelism never leaves the GPUs' NVLink domain (PCIe cards: at most the bridged pair or
+    one card), the layout uses exactly the GPUs asked for, its batch stays near the model's, and a plan
+    that says it fits needs no more memory than memory.training gives for the same layout."""
+    try:
+        p = planner.plan(model, gpu, 2**k, seq_len=seq_len)
+    except ValueError as error:
+        assume("no layout" not in str(error))
+        raise
+    g, lay = gpus.get(gpu), p.layout
+    assert lay.tp <= max(1, g.gpu_link_domain if g.gpu_link else 1) and lay.n_gpus == 2**k
+    assert lay.tokens <= planner.BATCH_SLACK * planner.batch_tokens(model) + lay.dp * lay.micro_batch * seq_len
+    if p.fits:
+        assert p.memory_per_gpu <= g.memory_bytes
+        if lay.vpp == 1 and lay.zero_stage < 2 or lay.pp == 1:
+            m = memory.as_model(model)
+            need = memory.training(m, micro_batch_size=lay.micro_batch, seq_len=seq_len, recompute=lay.recompute,
+                                   zero_stage=lay.zero_stage, dp=lay.dp, tp=lay.tp,
+                                   pp=lay.pp if m.n_layers % lay.pp == 0 else 1,
+                                   dtype="bf16" if lay.dtype == "fp8" else lay.dtype)
+            if m.n_layers % lay.pp == 0:
+                assert need.total == pytest.approx(p.memory_per_gpu, rel=1e-9)
 
 
 @FAST

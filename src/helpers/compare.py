@@ -2,34 +2,32 @@
 
 import pandas as pd
 
-from . import compute, gpus, memory, roofline
+from . import compute, gpus, memory, planner, roofline
 from .estimate import Estimate
 from .models import Model
 from .units import DAY, HOUR, check_dtype, check_positive
 
 
-def _train_memory_dtype(dtype: str) -> str:
-    """FP8 training keeps 16-bit weights and fp32 master copies (Transformer Engine): size it as bf16."""
-    return "bf16" if dtype == "fp8" else dtype
-
-
 def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, dtype: str = "bf16",
                    seq_len: int = 2048) -> pd.DataFrame:
     """Days (band) and GPU-hours to train on ``tokens`` tokens with ``n_gpus`` of each GPU that has
-    ``dtype``, and whether the model fits with ZeRO-3 over them and full recomputation."""
+    ``dtype``, on the planner's best layout (:func:`planner.plan`), with its memory per GPU, whether it
+    fits and its scaling efficiency. GPUs whose layouts cannot use that many at the model's batch are left out."""
     m = memory.as_model(model)
     check_positive("n_gpus", n_gpus, integer=True)
     check_dtype(dtype, compute.TRAINING_DTYPES)
-    need = memory.training(m, dtype=_train_memory_dtype(dtype), zero_stage=3, dp=n_gpus, recompute="full",
-                           seq_len=seq_len)
     rows = []
     for g in map(gpus.get, gpus.names()):
         if not g.supports(dtype):
             continue
-        t = compute.training_time(m, tokens, g, n_gpus, dtype=dtype)
+        (plan,) = planner.plans(m, g, (n_gpus,), seq_len=seq_len, tokens=tokens, dtype=dtype)
+        if plan is None:
+            continue
+        t = compute.run_time(plan, tokens)
         rows.append({"GPU": g.name, "days low": t.low / DAY, "days": t.expected / DAY, "days high": t.high / DAY,
-                     "GPU-hours": t.expected * n_gpus / HOUR, "memory per GPU (GB)": need.total / 1e9,
-                     "fits": memory.fits(need, g)})
+                     "GPU-hours": t.expected * n_gpus / HOUR, "layout": plan.layout.describe(),
+                     "memory per GPU (GB)": plan.memory_per_gpu / 1e9, "fits": plan.fits,
+                     "scaling efficiency": plan.scaling_efficiency})
     return pd.DataFrame(rows)
 
 

@@ -1,50 +1,23 @@
 """FLOPs, training time and inference speed, each predicted with a band.
 
-FLOP counts: 6 FLOP per parameter per token for a forward and backward pass (Kaplan et al.
-2020, arXiv:2001.08361, Sec. 2.1), plus attention scores and their weighting, 12*L*s*d per token
-(the s/(6h) term of Narayanan et al. 2021, arXiv:2104.04473, Eq. 3); full recompute adds one
-more forward (8 instead of 6). Times divide FLOPs by peak FLOP/s times an efficiency that,
-unless given, comes as a band calibrated on published runs (``data/efficiency.csv``).
+FLOP counts live in :mod:`flops` (re-exported here). Training time comes from the step model of
+the best parallel layout (:mod:`planner`, :mod:`steptime`) with a band from its out-of-sample
+errors (:mod:`calibration`); inference times divide FLOPs and bytes by peak rates times
+efficiencies calibrated on published runs (``data/efficiency.csv``).
 """
 
 from functools import cache
 
-from . import _data, comm, gpus
+from . import _data, calibration, comm, gpus, planner
 from .estimate import Estimate
 from .gpus import GPU
-from .memory import RECOMPUTE, TRAIN_DTYPES, as_model, check_split, inference
+from .flops import CHINCHILLA_TOKENS_PER_PARAM, RECOMPUTE_FACTOR, flops_per_token, training_flops  # noqa: F401 (public names)
+from .memory import TRAIN_DTYPES, as_model, check_split, inference
 from .models import Model
 from .units import check_bool, check_choice, check_dtype, check_positive, check_result
 
-RECOMPUTE_FACTOR = {"none": 1.0, "selective": 1.0, "full": 4 / 3}
 #: Compute dtypes of training: those of :data:`memory.TRAIN_DTYPES`, plus FP8 (Transformer Engine).
 TRAINING_DTYPES = TRAIN_DTYPES + ("fp8",)
-
-#: Compute-optimal training data: about 20 tokens per parameter (Hoffmann et al. 2022,
-#: arXiv:2203.15556, Table 3: 70B parameters for 1.4T tokens).
-CHINCHILLA_TOKENS_PER_PARAM = 20
-
-
-def flops_per_token(model: "Model | str | float", *, seq_len: int | None = None, training: bool = True) -> float:
-    """Model FLOPs per token: 6N (training) or 2N (inference forward), N the active parameters;
-    with ``seq_len``, plus attention, 12*L*s*d (training) or 4*L*s*d (forward)."""
-    m = as_model(model)
-    check_bool("training", training)
-    if seq_len is not None:
-        check_positive("seq_len", seq_len, integer=True)
-    per_param = 6 if training else 2
-    attention = 0.0 if seq_len is None else per_param * 2 * m.n_layers * seq_len * m.d_model
-    return per_param * m.n_active_params + attention
-
-
-def training_flops(model_or_n_params: "Model | str | float", tokens: float, *, recompute: str = "none",
-                   seq_len: int | None = None) -> float:
-    """FLOP to train on ``tokens`` tokens: 6ND (8ND with full recompute), plus attention when
-    ``seq_len`` is given. GPT-3 175B on 300B tokens: 3.14e23 (Brown et al. 2020, Table D.1)."""
-    check_positive("tokens", tokens)
-    check_choice("recompute", recompute, RECOMPUTE)
-    flops = flops_per_token(model_or_n_params, seq_len=seq_len) * tokens * RECOMPUTE_FACTOR[recompute]
-    return check_result(flops, tokens=tokens)
 
 
 @cache
@@ -90,23 +63,43 @@ def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str",
                   seq_len: int | None = None, recompute: str = "none") -> Estimate:
     """Wall-clock seconds to train on ``tokens`` tokens with ``n_gpus`` GPUs.
 
-    time = FLOPs / (n_gpus * dense peak(dtype) * mfu * goodput). ``mfu=None`` uses the band
-    calibrated on published runs for the GPU's architecture and dtype; ``goodput=None`` the share of
-    time long runs lose to failures and restarts; pass numbers (e.g. a reported TFLOP/s divided by
-    the peak, and 1.0 for a steady-state benchmark) for one value. With ``recompute="full"`` the
-    FLOPs include the extra forward, as in Megatron-LM's throughput figures.
+    By default the GPUs run the fastest layout that fits (:func:`planner.plan`, sequences of
+    ``seq_len`` tokens, 2048 unless given, at the model's training batch): the steady-state time is
+    ``tokens`` over the plan's throughput, with the band of the step model's out-of-sample errors
+    (:func:`calibration.band`). ``goodput`` (the share of wall-clock time a long run makes
+    progress) divides it: its sourced band unless given, 1.0 for a steady-state benchmark.
+
+    With ``mfu`` (a fraction of the dense peak, e.g. a published TFLOP/s over the peak), time =
+    FLOPs / (n_gpus * peak(dtype) * mfu * goodput) instead; ``recompute="full"`` then counts the
+    extra forward, as Megatron-LM's throughput figures do.
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
     check_dtype(dtype, TRAINING_DTYPES)
     work = training_flops(model, tokens, recompute=recompute, seq_len=seq_len)
-    rate = n_gpus * g.peak_flops(dtype)
-    u = _band(mfu, efficiency("mfu", g.architecture, dtype), "mfu")
     p = _band(goodput, efficiency("goodput", g.architecture, dtype), "goodput")
+    if mfu is None:
+        best = planner.plan(model, g, n_gpus, seq_len=seq_len or planner.DEFAULT_SEQ_LEN, tokens=tokens, dtype=dtype)
+        return run_time(best, tokens, goodput=p)
+    rate = n_gpus * g.peak_flops(dtype)
+    u = _band(mfu, Estimate.exact(1.0), "mfu")
+
     def seconds(e: float) -> float:  # e * rate underflows to 0 only for absurdly small fractions
         return check_result(work / (rate * e) if rate * e else float("inf"), tokens=tokens, mfu=mfu, goodput=goodput)
 
     return Estimate(u.low * p.low, u.expected * p.expected, u.high * p.high).map(seconds)
+
+
+def run_time(plan: "planner.Plan", tokens: float, *, goodput: "float | Estimate | None" = None) -> Estimate:
+    """Wall-clock seconds to train on ``tokens`` tokens with ``plan``: tokens over its steady
+    throughput, within the out-of-sample band of :func:`calibration.band`, divided by the goodput
+    (its sourced band unless given)."""
+    check_positive("tokens", tokens)
+    g = gpus.get(plan.gpu)
+    p = _band(goodput, efficiency("goodput", g.architecture, plan.layout.dtype), "goodput")
+    low, high = calibration.band(g, plan.layout.dtype)
+    steady = check_result(tokens / plan.tokens_per_second, tokens=tokens)
+    return Estimate(steady * low / p.high, steady / p.expected, steady * high / p.low)
 
 
 def compute_dtype(gpu: GPU, dtype: str) -> str:

@@ -130,9 +130,9 @@ def _optimizer_state_bytes(shapes: list[tuple[int, int]], n: float, optimizer: s
     return state * sum(r + c for r, c in shapes)
 
 
-def _model_states(model: Model, dtype: str, optimizer: str, master_weights: bool,
+def model_states(model: Model, dtype: str, optimizer: str, master_weights: bool,
                   method: str, lora_rank: int) -> tuple[float, float, float]:
-    """Unsharded (weights, gradients, optimizer) bytes for the whole model."""
+    """Unsharded (weights, gradients, optimizer) bytes for the whole model (arguments unchecked)."""
     low_precision = dtype in ("fp16", "bf16")
     element = 2 if low_precision else 4
     master = 4 if low_precision and master_weights else 0
@@ -170,6 +170,14 @@ def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
 
 # --- activations --------------------------------------------------------------------------
 
+def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, tp, element: float):
+    """:func:`activations_per_layer` without checks, on numbers or numpy arrays; ``recompute``
+    is an index into :data:`RECOMPUTE` (0 none, 1 selective, 2 full), ``element`` bytes per value."""
+    s, b, h, a = seq_len, micro_batch_size, model.d_model, model.n_heads
+    kept = s * b * h * (16 * element + 2) + (recompute == 0) * a * s * s * b * (2 * element + 1)
+    return (kept * (recompute != 2) + element * s * b * h * (recompute == 2)) / tp
+
+
 def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
                           tp: int = 1, dtype: str = "bf16") -> float:
     """Activation bytes one transformer layer keeps for the backward pass.
@@ -186,15 +194,8 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     check_positive("micro_batch_size", micro_batch_size, integer=True)
     check_positive("seq_len", seq_len, integer=True)
     check_split(model, tp)
-    s, b, h, a = seq_len, micro_batch_size, model.d_model, model.n_heads
-    e = 4 if dtype in ("fp32", "tf32") else 2
-    if recompute == "full":
-        per_layer = e * s * b * h
-    else:
-        per_layer = s * b * h * (16 * e + 2)
-        if recompute == "none":
-            per_layer += a * s * s * b * (2 * e + 1)
-    return per_layer / tp
+    return float(layer_activation_bytes(model, micro_batch_size, seq_len, RECOMPUTE.index(recompute), tp,
+                                        4 if dtype in ("fp32", "tf32") else 2))
 
 
 def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
@@ -208,8 +209,26 @@ def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute:
     model = as_model(model)
     layers = model.n_layers * activations_per_layer(model, micro_batch_size, seq_len,
                                                     recompute=recompute, tp=tp, dtype=dtype)
-    s, b, h, v = seq_len, micro_batch_size, model.d_model, model.vocab_size
-    return layers + 4 * s * b * h * (1 + v / h) / tp
+    return layers + logit_activation_bytes(model, micro_batch_size, seq_len, tp)
+
+
+def logit_activation_bytes(model: Model, micro_batch_size, seq_len, tp):
+    """Embedding output, final norm and fp32 logits: 4*s*b*h*(1 + v/h)/tp (Korthikanti et al. 2022,
+    Eq. 6), on numbers or numpy arrays."""
+    return 4 * seq_len * micro_batch_size * model.d_model * (1 + model.vocab_size / model.d_model) / tp
+
+
+def shard(states: tuple[float, float, float], tp, pp, dp, zero_stage):
+    """(weights, gradients, optimizer) bytes per GPU: the model states split over tp * pp, then
+    by ZeRO stage over dp (stage 1 the optimizer, 2 also the gradients, 3 also the weights;
+    Rajbhandari et al. 2019, Sec. 5), on numbers or numpy arrays."""
+    weights, gradients, optimizer = states
+    split = tp * pp
+
+    def over(stage: int):  # dp where the ZeRO stage shards this state, else 1
+        return 1 + (dp - 1) * (zero_stage >= stage)
+
+    return weights / split / over(3), gradients / split / over(2), optimizer / split / over(1)
 
 
 # --- public API ---------------------------------------------------------------------------
@@ -240,12 +259,10 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     if pp > 1 and zero_stage >= 2:
         raise ValueError(f"zero_stage={zero_stage} does not combine with pp={pp}: ZeRO-2 and ZeRO-3 are "
                          f"incompatible with pipeline parallelism; allowed with pp > 1: zero_stage 0 or 1")
-    weights, gradients, optimizer_bytes = _model_states(m, dtype, optimizer, master_weights, method, lora_rank)
-    split = tp * pp
+    weights, gradients, optimizer_bytes = shard(model_states(m, dtype, optimizer, master_weights, method, lora_rank),
+                                                tp, pp, dp, zero_stage)
     return MemoryBreakdown(
-        weights=weights / split / (dp if zero_stage >= 3 else 1),
-        gradients=gradients / split / (dp if zero_stage >= 2 else 1),
-        optimizer=optimizer_bytes / split / (dp if zero_stage >= 1 else 1),
+        weights=weights, gradients=gradients, optimizer=optimizer_bytes,
         activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, dtype=dtype),
         overhead=RUNTIME_OVERHEAD,
     )

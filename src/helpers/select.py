@@ -1,8 +1,10 @@
 """Which GPUs, and how many: sweep the catalog for a workload and rank what works.
 
-For training tasks every GPU is tried at every power-of-two count with the most memory-frugal
-settings (ZeRO-3 and full recomputation for full training; adapters for LoRA and QLoRA); for
-serving, every tensor-parallel degree and weight format. Each GPU keeps its best option that
+For training tasks every GPU is tried at every power-of-two count, each on the fastest parallel
+layout that fits (:mod:`planner`: tensor parallelism inside the NVLink domain, pipeline and data
+parallelism over the servers' real network, the model's own global batch; adapters for LoRA and
+QLoRA); a plan that loses more than a fifth of its time to splitting the work is marked
+interconnect-bound and not recommended. For serving, every tensor-parallel degree and weight format. Each GPU keeps its best option that
 fits and meets the constraints (cheapest where a price is known, else fastest), or, when none
 does, the option that came closest, with the constraint that binds and a one-line reason.
 """
@@ -11,7 +13,7 @@ from math import nan
 
 import pandas as pd
 
-from . import compare, compute, cost, gpus, memory, scaling
+from . import compare, compute, cost, gpus, memory, planner
 from .memory import as_model
 from .models import Model
 from .units import DAY, check_positive
@@ -25,9 +27,6 @@ ADAPTER_FLOPS_FACTOR = 4 / 6
 INTERCONNECT_FLOOR = 0.8
 #: Training deadline when none is given: a quarter, a common planning horizon (an assumption).
 DEFAULT_DEADLINE_DAYS = 90
-#: NICs per 8-GPU server: HGX-class servers carry one 400 Gb/s NIC per GPU (NVIDIA DGX H100 datasheet:
-#: 8 x ConnectX-7 400 Gb/s); for PCIe-card servers the book assumes one.
-NICS_PER_SERVER = {"hgx": 8, "pcie": 1}
 #: GeForce cards stay in one workstation: NVIDIA's GeForce software licence states 'No Datacenter
 #: Deployment. The SOFTWARE is not licensed for datacenter deployment' (clause added December 2017).
 CONSUMER_MAX_GPUS = 8
@@ -38,28 +37,28 @@ WORKSTATION_MAX_GPUS = 8
 SEGMENT_MAX_GPUS = {"consumer": CONSUMER_MAX_GPUS, "workstation": WORKSTATION_MAX_GPUS}
 
 
-def _training_dtype(g: gpus.GPU) -> str:
-    return "bf16" if g.supports("bf16") else "fp16"
-
-
-def _train_option(m: Model, g: gpus.GPU, n: int, task: str, tokens: float, seq_len: int) -> dict:
-    dtype = _training_dtype(g)
-    method = task if task in ("lora", "qlora") else "full"
-    need = memory.training(m, dtype=dtype, method=method, zero_stage=3 if method == "full" else 0, dp=n,
-                           recompute="full", seq_len=seq_len)
-    time = compute.training_time(m, tokens, g, n, dtype=dtype, seq_len=seq_len)
-    if method != "full":
-        time = time * ADAPTER_FLOPS_FACTOR
-    nics = NICS_PER_SERVER["hgx" if g.gpu_link_domain >= 8 else "pcie"]
-    efficiency = scaling.transformer_step(m, g, n, tokens_per_gpu=seq_len * 8, dtype=dtype, nics_per_node=nics,
-                                          zero_stage=3 if method == "full" else 0).efficiency
-    days = time.expected / efficiency / DAY
+def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, tokens: float, seq_len: int) -> list[dict]:
+    """One option per GPU count: full training on the planner's best layout; LoRA and QLoRA train
+    adapters over data parallelism with the frozen base replicated."""
     rate = cost.price(g, "cloud_hour")
-    return {"gpu": g.name, "n_gpus": n,
-            "settings": f"{dtype}, {'ZeRO-3, ' if method == 'full' else method + ', '}full recompute",
-            "fits": memory.fits(need, g), "memory per GPU (GB)": need.total / 1e9, "days": days,
-            "days low": time.low / efficiency / DAY, "days high": time.high / efficiency / DAY,
-            "scaling efficiency": efficiency, "cost_usd": days * 24 * n * rate if rate else nan}
+    method = task if task in ("lora", "qlora") else "full"
+    options = []
+    for n, plan in zip(counts, planner.plans(m, g, counts, seq_len=seq_len, tokens=tokens)):
+        if plan is None:  # the model's batch cannot keep this many GPUs busy
+            continue
+        time = compute.run_time(plan, tokens)
+        settings, need = plan.layout.describe(), plan.memory_per_gpu
+        fits = plan.fits
+        if method != "full":
+            time = time * ADAPTER_FLOPS_FACTOR
+            adapter = memory.training(m, dtype=plan.layout.dtype, method=method, recompute="full", seq_len=seq_len)
+            settings, need, fits = f"{method}, data parallel {n}, full recompute", adapter.total, memory.fits(adapter, g)
+        days = time.expected / DAY
+        options.append({"gpu": g.name, "n_gpus": n, "settings": settings, "fits": fits,
+                        "memory per GPU (GB)": need / 1e9, "days": days, "days low": time.low / DAY,
+                        "days high": time.high / DAY, "scaling efficiency": plan.scaling_efficiency,
+                        "limit": plan.binding, "cost_usd": days * 24 * n * rate if rate else nan})
+    return options
 
 
 def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
@@ -73,13 +72,14 @@ def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, c
 
 def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
     if not row["fits"]:
-        return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even with ZeRO-3 over {row['n_gpus']} GPUs"
+        return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even at {row['settings']}"
     if deadline_days and row["days"] > deadline_days:
         return "deadline", f"{row['days']:,.0f} days at {row['n_gpus']} GPUs, over the {deadline_days:g}-day deadline"
     if budget_usd and row["cost_usd"] > budget_usd:
         return "budget", f"${row['cost_usd']:,.0f} on demand, over the ${budget_usd:,.0f} budget"
     if row["scaling efficiency"] < INTERCONNECT_FLOOR:
-        return "interconnect", f"{row['days']:,.1f} days, but only {row['scaling efficiency']:.0%} scaling efficiency"
+        return "interconnect", (f"{row['days']:,.1f} days, but only {row['scaling efficiency']:.0%} scaling efficiency "
+                                f"({row['limit']} sets the pace)")
     return "compute", f"{row['days']:,.1f} days on {row['n_gpus']} GPUs" + (
         f", ${row['cost_usd']:,.0f} on demand" if row["cost_usd"] == row["cost_usd"] else ", no dated price")
 
@@ -124,20 +124,20 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
         else:
             check_positive("tokens", tokens)
             most = min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus))
-            options = [_train_option(m, g, n, task, tokens, seq_len) for n in COUNTS if n <= most]
+            options = _train_options(m, g, tuple(n for n in COUNTS if n <= most), task, tokens, seq_len)
             verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in options]
         for option, (binding, reason) in zip(options, verdicts):
-            option.update(binding=binding, reason=reason,
-                          ok=binding in ("compute", "memory bandwidth", "interconnect"))
+            option.update(binding=binding, reason=reason, ok=binding in ("compute", "memory bandwidth"))
         feasible = [o for o in options if o["ok"]]
         if feasible and task == "serve":  # cheapest per token, else most tokens/s per GPU
             best.append(min(feasible, key=lambda o: (o["cost_usd"] != o["cost_usd"], o["cost_usd"],
                                                      -o["tokens/s"] / o["n_gpus"])))
         elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
             best.append(min(feasible, key=lambda o: o["n_gpus"]))
-        else:  # what came closest: the largest configuration that fits, else the largest tried
+        elif options:  # what came closest: the fastest that fits, else the largest tried
             fitting = [o for o in options if o["fits"]]
-            best.append(max(fitting or options, key=lambda o: o["n_gpus"]))
+            best.append(min(fitting, key=lambda o: o["days"]) if fitting and task != "serve"
+                        else max(fitting or options, key=lambda o: o["n_gpus"]))
     table = pd.DataFrame(best)
     speed = "tokens/s" if task == "serve" else "days"
     table["_rank"] = list(zip(~table["ok"], table["cost_usd"].isna(), table["cost_usd"].fillna(0),

@@ -1,65 +1,52 @@
 """Published measurements set against this package's estimates.
 
-Training (``data/training_runs.csv``): each run's published figure (GPU-hours, tokens/s per GPU,
-TFLOP/s per GPU or MFU) is turned into model-FLOP utilization with :func:`compute.flops_per_token`;
-the default band of :func:`compute.efficiency` should contain it (times the goodput band for
-end-to-end runs reported in GPU-hours). Predicted time scales as 1/MFU, so the error of the
-expected time is published MFU / expected MFU - 1.
+Training (``data/training_runs.csv``): steady-state throughput of runs with a stated layout
+against the step model (:mod:`calibration`, which keeps calibration and test rows apart), and
+GPU-hours of whole runs against :func:`compute.training_time`.
 
 Inference (``data/inference_runs.csv``): batch-1 decoding speed and time to first token, each
 predicted by :func:`compute.decode_throughput` or :func:`compute.prefill_time` with defaults.
 """
 
-from dataclasses import replace
-
 import pandas as pd
 
-from . import _data, comm, compute, gpus, models, scaling
-from .estimate import Estimate
+from . import _data, calibration, comm, compute, gpus, planner, scaling, steptime
 from .units import HOUR
 
 
-def run_model(row: pd.Series) -> models.Model:
-    """The preset named in the row, or a dense shape with the row's layers and width."""
-    if isinstance(row["model"], str):
-        return models.get(row["model"])
-    d = int(row["d_model"])
-    return replace(models.dense(float(row["n_params"]), name=row["run"]), n_layers=int(row["n_layers"]), d_model=d,
-                   n_heads=d // 128, n_kv_heads=d // 128, d_ff=4 * d)
-
-
-def published_mfu(row: pd.Series) -> float:
-    """Model-FLOP utilization implied by the row's published figure (first of GPU-hours,
-    tokens/s per GPU, TFLOP/s per GPU, MFU that the row has)."""
-    peak = gpus.get(row["gpu"]).peak_flops(row["dtype"])
-    per_token = compute.flops_per_token(run_model(row), seq_len=int(row["seq_len"]))
-    if not pd.isna(row["gpu_hours"]):
-        return per_token * row["tokens"] / (row["gpu_hours"] * HOUR) / peak
-    if not pd.isna(row["tokens_per_sec_per_gpu"]):
-        return per_token * row["tokens_per_sec_per_gpu"] / peak
-    if not pd.isna(row["tflops_per_gpu"]):
-        recompute = 3 / 4 if row["flops_basis"] == "full recompute" else 1.0
-        return row["tflops_per_gpu"] * 1e12 * recompute / peak
-    return float(row["mfu"])
-
-
 def training_runs() -> pd.DataFrame:
-    """Every published run with its implied MFU, the default band and the error of the expected time."""
-    rows = []
-    for _, row in _data.table("training_runs").iterrows():
-        arch = gpus.get(row["gpu"]).architecture
-        band = compute.efficiency("mfu", arch, row["dtype"])
-        end_to_end = not pd.isna(row["gpu_hours"])
-        if end_to_end:
-            goodput = compute.efficiency("goodput", arch, row["dtype"])
-            band = Estimate(band.low * goodput.low, band.expected * goodput.expected, band.high * goodput.high)
-        mfu = published_mfu(row)
-        rows.append({"id": row["id"], "run": row["run"], "GPU": row["gpu"], "dtype": row["dtype"],
-                     "end to end": end_to_end, "published MFU": mfu, "band low": band.low,
-                     "band expected": band.expected, "band high": band.high,
-                     "inside band": band.contains(round(mfu, 3)), "time error": mfu / band.expected - 1,
-                     "source": row["source"]})
-    return pd.DataFrame(rows)
+    """Every published training run set against the default estimate.
+
+    Steady-state rows (a layout and a throughput): the step model of the row's layout
+    (:mod:`calibration`), published and predicted tokens/s per GPU, the time error (predicted /
+    published time - 1) and whether the published time lies in the band. End-to-end rows
+    (GPU-hours of a whole run on a stated GPU count): :func:`compute.training_time`, with its
+    planner layout, band and goodput. Test rows were used for neither the fit nor the band."""
+    rows = calibration.runs()
+    cal = steptime.default_calibration()
+    out = []
+    for (layout, step), (_, r) in zip(calibration.best_layouts(rows, cal), rows.iterrows()):
+        low, high = calibration.band(r["GPU"], r["dtype"])  # on time: throughput divides by them
+        predicted = step.tokens_per_second_per_gpu
+        out.append({"id": r["id"], "run": r["run"], "family": r["family"], "split": r["split"], "GPU": r["GPU"],
+                    "GPUs": r["GPUs"], "dtype": r["dtype"], "end to end": False, "layout": layout.describe(),
+                    "unit": "tokens/s per GPU", "published": r["published"], "predicted": predicted,
+                    "band low": predicted / high, "band high": predicted / low,
+                    "time error": r["published"] / predicted - 1,
+                    "inside band": bool(predicted / high <= r["published"] <= predicted / low), "source": r["source"]})
+    table = _data.table("training_runs")
+    for _, r in table[table["gpu_hours"].notna() & table["n_gpus"].notna()].iterrows():
+        m, n = calibration.run_model(r), int(r["n_gpus"])
+        t = compute.training_time(m, float(r["tokens"]), r["gpu"], n, dtype=r["dtype"], seq_len=int(r["seq_len"]))
+        hours = t.map(lambda s: s * n / HOUR)
+        out.append({"id": r["id"], "run": r["run"], "family": r["family"], "split": r["split"], "GPU": r["gpu"],
+                    "GPUs": n, "dtype": r["dtype"], "end to end": True,
+                    "layout": planner.plan(m, r["gpu"], n, seq_len=int(r["seq_len"]), tokens=float(r["tokens"]),
+                                           dtype=r["dtype"]).layout.describe(),
+                    "unit": "GPU-hours", "published": float(r["gpu_hours"]), "predicted": hours.expected,
+                    "band low": hours.low, "band high": hours.high, "time error": hours.expected / float(r["gpu_hours"]) - 1,
+                    "inside band": bool(hours.contains(float(r["gpu_hours"]))), "source": r["source"]})
+    return pd.DataFrame(out)
 
 
 def inference_runs() -> pd.DataFrame:

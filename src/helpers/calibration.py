@@ -1,0 +1,242 @@
+"""The step model's few efficiency parameters, fitted on published runs, and its error measured
+on runs it was not fitted on.
+
+Every row of ``data/training_runs.csv`` that states its parallel layout is a steady-state
+throughput measurement: tokens per second per GPU, as published or converted from the
+publication's TFLOP/s or MFU with the publication's own FLOP count. Rows belong to a family (one
+paper or benchmark suite) and to a split:
+
+- **calibration** rows fit the parameters of :class:`steptime.Calibration` (GEMM efficiency per
+  architecture and dtype, element-wise passes, overlap efficiency) by least squares on the log
+  of throughput;
+- **test** rows are never used for fitting, and report the error of the default estimate.
+
+The band of an estimate comes from leave-one-family-out residuals of the calibration rows: each
+family is predicted by a fit on the other families, and the band spans the 5th to 95th
+percentile of those out-of-sample errors. Test rows take no part in either.
+"""
+
+from dataclasses import replace
+from functools import cache
+
+import numpy as np
+import pandas as pd
+
+from . import _data, gpus, models, planner, steptime
+from .flops import flops_per_token
+from .memory import RECOMPUTE
+from .steptime import Calibration, Layout
+
+SPLITS = ("calibration", "test")
+#: Quantiles of the out-of-sample errors that bound the band.
+BAND_QUANTILES = (0.05, 0.95)
+#: Search range of each fitted parameter.
+BOUNDS = {"gemm": (0.3, 1.0), "elementwise_passes": (0.0, 12.0), "overlap_efficiency": (0.0, 1.0),
+          "attention_efficiency": (0.2, 1.0)}
+
+
+def run_model(row: pd.Series) -> models.Model:
+    """The preset named in the row, or a dense GPT shape with the row's layers, width, heads and
+    vocabulary (heads of 128 and a 50,257-token vocabulary when the row does not say)."""
+    if isinstance(row["model"], str):
+        return models.get(row["model"])
+    d = int(row["d_model"])
+    heads = int(row["n_heads"]) if not pd.isna(row.get("n_heads")) else d // 128
+    vocab = int(row["vocab_size"]) if not pd.isna(row.get("vocab_size")) else models.dense(1e9).vocab_size
+    return replace(models.dense(float(row["n_params"]), name=row["run"]), n_layers=int(row["n_layers"]), d_model=d,
+                   n_heads=heads, n_kv_heads=heads, d_ff=4 * d, vocab_size=vocab)
+
+
+def megatron_flops_per_token(model: models.Model, seq_len: int) -> float:
+    """FLOPs per token as Megatron-LM 2021 counted them, with full recompute: 96*l*h^2*(1 + s/(6h)
+    + V/(16*l*h)) per sequence token (Narayanan et al. 2021, arXiv:2104.04473, Eq. 3)."""
+    l, h, v = model.n_layers, model.d_model, model.vocab_size
+    return 96 * l * h * h * (1 + seq_len / (6 * h) + v / (16 * l * h))
+
+
+def published_throughput(row: pd.Series) -> float:
+    """Steady-state tokens per second per GPU that the row publishes (an iteration time, tokens/s,
+    TFLOP/s or MFU, the first it has), directly or converted with
+    the publication's FLOP count (Megatron-LM 2021's Eq. 3 for 'full recompute' rows, else the
+    model FLOPs of :func:`flops.flops_per_token`)."""
+    m, s = run_model(row), int(row["seq_len"])
+    if not pd.isna(row["iteration_seconds"]):
+        return float(row["global_batch"]) * s / float(row["iteration_seconds"]) / float(row["n_gpus"])
+    if not pd.isna(row["tokens_per_sec_per_gpu"]):
+        return float(row["tokens_per_sec_per_gpu"])
+    if not pd.isna(row["tflops_per_gpu"]):
+        per_token = megatron_flops_per_token(m, s) if row["flops_basis"] == "full recompute" else flops_per_token(m, seq_len=s)
+        return float(row["tflops_per_gpu"]) * 1e12 / per_token
+    return float(row["mfu"]) * gpus.get(row["gpu"]).peak_flops(row["dtype"]) / flops_per_token(m, seq_len=s)
+
+
+FLAGS = ("sequence_parallel", "flash_attention", "overlap", "tp_overlap")
+
+
+def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
+    """The layouts consistent with the row, as arrays for :func:`steptime.terms`: its published
+    fields, and every micro-batch (:data:`planner.MICRO_BATCHES`, dividing the batch of one
+    replica) and interleaving depth (:data:`planner.VPP_DEGREES`) where the row does not state them.
+    The authors tuned what they did not publish, so the fastest that fits stands for their run."""
+    dp, gb, pp = int(row["dp"]), int(row["global_batch"]), int(row["pp"])
+    micro = [int(row["micro_batch"])] if not pd.isna(row["micro_batch"]) else \
+        [b for b in planner.MICRO_BATCHES if (gb // dp) % b == 0] or [1]
+    chunks = [int(row["vpp"])] if not pd.isna(row["vpp"]) else \
+        [v for v in planner.VPP_DEGREES if pp > 1 and pp * v <= n_layers and (gb // dp // min(micro)) >= pp] or [1]
+    combos = [(b, v) for b in micro for v in chunks]
+    fixed = {k: int(row[k]) for k in ("tp", "pp", "dp", "global_batch", "zero_stage")}
+    arrays = {k: np.full(len(combos), v) for k, v in fixed.items()}
+    arrays["micro_batch"] = np.array([b for b, _ in combos])
+    arrays["vpp"] = np.array([v for _, v in combos])
+    arrays["recompute"] = np.full(len(combos), RECOMPUTE.index(row["recompute"]))
+    return arrays
+
+
+@cache
+def runs() -> pd.DataFrame:
+    """The steady-state rows that state a layout: id, run, family, split, GPU, dtype, GPUs,
+    published tokens/s per GPU, and what the step model needs (model, layout candidates, flags)."""
+    table = _data.table("training_runs")
+    rows = []
+    for _, row in table[table["tp"].notna() & table["gpu_hours"].isna()].iterrows():
+        m = run_model(row)
+        rows.append({"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
+                     "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"]),
+                     "published": published_throughput(row), "model": m, "seq_len": int(row["seq_len"]),
+                     "candidates": candidates(row, m.n_layers), "flags": {k: bool(row[k]) for k in FLAGS},
+                     "source": row["source"]})
+    return pd.DataFrame(rows)
+
+
+def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Layout, steptime.StepTime]]:
+    """For each row, the fastest of its candidate layouts that fits in memory, and its step."""
+    out = []
+    for _, r in rows.iterrows():
+        g, m, c = gpus.get(r["GPU"]), r["model"], r["candidates"]
+        t = steptime.terms(m, g, **c, seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"], calibration=calibration)
+        total = sum(t[k] for k in steptime.StepTime.TERMS)
+        fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"]) <= g.memory_bytes
+        i = int(np.argmin(np.where(fits, total, np.inf))) if fits.any() else int(np.argmin(total))
+        layout = Layout(**{k: int(v[i]) for k, v in c.items() if k != "recompute"}, recompute=RECOMPUTE[c["recompute"][i]],
+                        seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"])
+        step = steptime.StepTime(**{k: float(v[i]) for k, v in t.items()}, tokens=float(layout.tokens),
+                                 n_gpus=layout.n_gpus, model_flops=flops_per_token(m, seq_len=r["seq_len"]) * layout.tokens,
+                                 peak_flops=g.peak_flops(r["dtype"]))
+        out.append((layout, step))
+    return out
+
+
+def predict(rows: pd.DataFrame, calibration: Calibration) -> np.ndarray:
+    """Predicted tokens/s per GPU of each row under ``calibration``: its best candidate layout on the
+    servers its GPU ships in (:func:`steptime.network_for`)."""
+    return np.array([step.tokens_per_second_per_gpu for _, step in best_layouts(rows, calibration)])
+
+
+def _keys(rows: pd.DataFrame) -> list[str]:
+    """The GEMM-efficiency parameters these rows can fit: architecture/bf16 (16-bit) or /fp8."""
+    return sorted(set(_row_keys(rows)))
+
+
+def _calibration(keys: list[str], x: list[float]) -> Calibration:
+    gemm = tuple(zip(keys, x[:len(keys)]))
+    sixteen = [v for k, v in gemm if not k.endswith("/fp8")]
+    return Calibration(gemm_efficiency=gemm, elementwise_passes=x[len(keys)], overlap_efficiency=x[len(keys) + 1],
+                       attention_efficiency=x[len(keys) + 2], default_efficiency=sum(sixteen) / len(sixteen) if sixteen else Calibration().default_efficiency)
+
+
+def _golden(f, low: float, high: float, iterations: int = 24) -> float:
+    """The minimum of a unimodal ``f`` on [low, high] by golden-section search."""
+    ratio = (5**0.5 - 1) / 2
+    a, b = low, high
+    c, d = b - ratio * (b - a), a + ratio * (b - a)
+    fc, fd = f(c), f(d)
+    for _ in range(iterations):
+        if fc <= fd:
+            b, d, fd = d, c, fc
+            c = b - ratio * (b - a)
+            fc = f(c)
+        else:
+            a, c, fc = c, d, fd
+            d = a + ratio * (b - a)
+            fd = f(d)
+    return (a + b) / 2
+
+
+def fit(rows: pd.DataFrame, *, sweeps: int = 3) -> Calibration:
+    """Parameters minimising the mean squared log error of predicted throughput on ``rows``
+    (coordinate descent, golden-section search within :data:`BOUNDS` per parameter)."""
+    if rows.empty:
+        raise ValueError("rows must hold at least one run to fit on")
+    keys = _keys(rows)
+    bounds = [BOUNDS["gemm"]] * len(keys) + [BOUNDS[k] for k in ("elementwise_passes", "overlap_efficiency",
+                                                                  "attention_efficiency")]
+    x = [0.7] * len(keys) + [2.0, 0.5, 0.7]
+    published = np.log(rows["published"].to_numpy())
+
+    def loss(values: list[float]) -> float:
+        return float(np.mean((np.log(predict(rows, _calibration(keys, values))) - published) ** 2))
+
+    for _ in range(sweeps):
+        for i, (low, high) in enumerate(bounds):
+            x[i] = _golden(lambda v: loss(x[:i] + [v] + x[i + 1:]), low, high)
+    return _calibration(keys, x)
+
+
+def errors(rows: pd.DataFrame, calibration: Calibration) -> np.ndarray:
+    """Error of the predicted step time on each row: predicted / published time - 1 (that is,
+    published / predicted throughput - 1; positive when the prediction is too slow)."""
+    return rows["published"].to_numpy() / predict(rows, calibration) - 1
+
+
+def leave_one_family_out(rows: pd.DataFrame) -> pd.DataFrame:
+    """Out-of-sample time error of every row, its family predicted by a fit on the other families,
+    and whether those families calibrated the row's architecture and dtype (``covered``; when not,
+    the row was predicted with the mean efficiency, as an architecture without published runs is)."""
+    error, covered = pd.Series(np.nan, index=rows.index), pd.Series(False, index=rows.index)
+    for family in rows["family"].unique():
+        held = rows["family"] == family
+        others = rows[~held]
+        error[held] = errors(rows[held], fit(others))
+        covered[held] = [k in _keys(others) for k in _row_keys(rows[held])]
+    return pd.DataFrame({"error": error, "covered": covered})
+
+
+def _row_keys(rows: pd.DataFrame) -> list[str]:
+    return [f"{gpus.get(g).architecture}/{'fp8' if d == 'fp8' else 'bf16'}" for g, d in zip(rows["GPU"], rows["dtype"])]
+
+
+def fitted_table() -> pd.DataFrame:
+    """What ``data/calibration.csv`` holds: the parameters fitted on every calibration row, and two
+    bands (time factors at :data:`BAND_QUANTILES` of the leave-one-family-out errors, widened to
+    include 1): for GPUs whose architecture the calibration runs cover, the errors of rows whose
+    architecture the other families covered; for the others, all the errors."""
+    rows = runs()
+    calibration = rows[rows["split"] == "calibration"]
+    fitted = fit(calibration)
+    residuals = leave_one_family_out(calibration)
+    entries = [("parameter", f"gemm_efficiency/{k}", v) for k, v in fitted.gemm_efficiency]
+    entries += [("parameter", name, getattr(fitted, name))
+                for name in ("elementwise_passes", "overlap_efficiency", "attention_efficiency")]
+    # An architecture without runs errs at least as much as one with: its band spans every residual's.
+    ends = {}
+    for label, errs in (("calibrated", residuals[residuals["covered"]]["error"]), ("uncalibrated", residuals["error"])):
+        low, high = (float(np.quantile(1 / (1 + errs), q)) for q in BAND_QUANTILES)  # published / predicted time
+        ends[label] = (min(low, 1, *ends.get("calibrated", ())), max(high, 1, *ends.get("calibrated", ())))
+        entries += [("band", f"{label}_q{int(q * 100):02d}", v) for q, v in zip(BAND_QUANTILES, ends[label])]
+        entries += [("band", f"{label}_rows", float(len(errs)))]
+    families = ", ".join(sorted(calibration["family"].unique()))
+    table = pd.DataFrame(entries, columns=["kind", "parameter", "value"])
+    table["basis"] = f"{len(calibration)} calibration runs ({families}); bands: leave-one-family-out errors"
+    table["value"] = table["value"].round(4)
+    return table
+
+
+def band(gpu: "gpus.GPU | str", dtype: str) -> tuple[float, float]:
+    """(low, high) factors that take a predicted steady-state time to the range of the real one for
+    ``gpu`` in ``dtype``: quantiles of published / predicted time out of sample, for calibrated
+    architectures, or for all when no calibration run used this architecture."""
+    values = dict(zip(_data.table("calibration")["parameter"], _data.table("calibration")["value"]))
+    g = gpus.get(gpu)
+    calibrated = f"gemm_efficiency/{g.architecture}/{'fp8' if dtype == 'fp8' else 'bf16'}" in values
+    label = "calibrated" if calibrated else "uncalibrated"
+    return tuple(values[f"{label}_q{int(q * 100):02d}"] for q in BAND_QUANTILES)

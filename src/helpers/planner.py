@@ -1,0 +1,209 @@
+"""The fastest parallel layout that fits, for a training job on a given number of GPUs.
+
+For every GPU count the planner tries the layouts a practitioner would: tensor parallelism of
+1, 2, 4 or 8 that divides the heads and never leaves the NVLink domain; pipeline stages of 1 to
+64 (interleaved in 2 or 4 chunks), data parallelism for the
+rest (stages may hold unequal numbers of layers, as Llama 3 405B's did; interleaving needs at
+least pp micro-batches); ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP;
+micro-batches of 1 to 8 sequences; selective or full recompute. The global batch stays near
+the model's published batch (``data/models.csv``) or, for models without one, the
+compute-optimal batch of DeepSeek-AI 2024 (arXiv:2401.02954, Eq. 1: B = 0.292 * C^0.3271 tokens
+for C FLOPs), whatever the GPU count: a layout whose data-parallel replicas would need a larger
+batch is not tried. Of the layouts that fit in memory (:mod:`memory`, FP8 sized as BF16) the
+one with the shortest step (:func:`steptime.terms`) wins.
+"""
+
+from dataclasses import dataclass
+from functools import cache
+from math import ceil
+
+import numpy as np
+import pandas as pd
+
+from . import _data, gpus, memory, steptime
+from .flops import CHINCHILLA_TOKENS_PER_PARAM, flops_per_token
+from .gpus import GPU
+from .memory import RECOMPUTE, as_model
+from .models import Model
+from .steptime import Calibration, Layout, Network, StepTime
+from .units import check_dtype, check_list, check_positive
+
+#: Sequence length of training when none is given (GPT-3, Llama 1, Megatron-LM 2021).
+DEFAULT_SEQ_LEN = 2048
+TP_DEGREES = (1, 2, 4, 8)
+PP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
+VPP_DEGREES = (1, 2, 4)
+MICRO_BATCHES = (1, 2, 4, 8)
+#: A layout may round the global batch up to a multiple of dp * micro-batch, by at most this factor.
+BATCH_SLACK = 1.25
+#: DeepSeek-AI 2024, arXiv:2401.02954, Eq. 1: optimal batch B = 0.2920 * C**0.3271 tokens.
+BATCH_COEFFICIENT, BATCH_EXPONENT = 0.2920, 0.3271
+
+
+@dataclass(frozen=True)
+class Plan:
+    """The layout chosen for a job, its step and its memory per GPU (bytes)."""
+
+    gpu: str
+    n_gpus: int
+    layout: Layout
+    step: StepTime
+    memory_per_gpu: float
+    fits: bool
+
+    @property
+    def tokens_per_second(self) -> float:
+        """All GPUs together, steady state."""
+        return self.layout.tokens / self.step.total
+
+    @property
+    def scaling_efficiency(self) -> float:
+        """Share of the step not lost to splitting the work: 1 - (tensor-parallel, pipeline and
+        data-parallel communication and the pipeline bubble) / step."""
+        s = self.step
+        return 1 - (s.tensor_parallel + s.pipeline_bubble + s.pipeline_p2p + s.data_parallel) / s.total
+
+    @property
+    def binding(self) -> str:
+        """What the step spends most of its non-compute time on: 'network' (data-parallel or
+        pipeline traffic between servers), 'pipeline' (the bubble), 'tensor parallel', or
+        'compute' when splitting costs under a fifth of the step."""
+        s = self.step
+        losses = {"network": s.data_parallel + s.pipeline_p2p, "pipeline": s.pipeline_bubble,
+                  "tensor parallel": s.tensor_parallel}
+        worst = max(losses, key=losses.get)
+        return worst if losses[worst] > 0.2 * s.total else "compute"
+
+
+def batch_tokens(model: "Model | str | float", tokens: float | None = None) -> float:
+    """Global batch in tokens: the model's published batch, else DeepSeek-AI 2024's compute-optimal
+    rule for a run on ``tokens`` tokens (20 per parameter when not given)."""
+    m = as_model(model)
+    published = _published_batches().get(m.name)
+    if published:
+        return published
+    if tokens is not None:
+        check_positive("tokens", tokens)
+    data = tokens if tokens is not None else CHINCHILLA_TOKENS_PER_PARAM * m.n_params
+    return BATCH_COEFFICIENT * (flops_per_token(m) * data) ** BATCH_EXPONENT
+
+
+@cache
+def _published_batches() -> dict[str, float]:
+    table = _data.table("models")
+    return {row["name"]: float(row["train_batch_tokens"]) for _, row in table.iterrows()
+            if not pd.isna(row["train_batch_tokens"])}
+
+
+def _training_dtype(gpu: GPU) -> str:
+    return "bf16" if gpu.supports("bf16") else "fp16"
+
+
+@cache
+def _candidates(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, n_gpus: int,
+                target_sequences: int) -> dict[str, np.ndarray]:
+    """Every layout tried for one GPU count, as arrays (see the module docstring)."""
+    rows = []
+    for tp in TP_DEGREES:
+        if tp > domain or n_gpus % tp or n_heads % tp or n_kv_heads % tp:
+            continue
+        for pp in PP_DEGREES:
+            if pp > n_layers or (n_gpus // tp) % pp:
+                continue
+            dp = n_gpus // (tp * pp)
+            for b in MICRO_BATCHES:
+                step = dp * b
+                if step > BATCH_SLACK * target_sequences:
+                    continue
+                gb = step * max(1, round(target_sequences / step))
+                micro_batches = gb // step
+                for vpp in VPP_DEGREES:
+                    if vpp > 1 and (pp == 1 or pp * vpp > n_layers or micro_batches < pp):
+                        continue
+                    for zero in (1, 3):
+                        if zero == 3 and pp > 1:
+                            continue
+                        for rc in (1, 2):  # selective, full
+                            rows.append((tp, pp, dp, b, gb, vpp, zero, rc))
+    array = np.array(rows, dtype=np.int64).reshape(-1, 8)
+    return dict(zip(("tp", "pp", "dp", "micro_batch", "global_batch", "vpp", "zero_stage", "recompute"), array.T))
+
+
+def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: str) -> np.ndarray:
+    """Bytes per GPU of each layout in ``c`` (arrays of :func:`steptime.terms`'s layout arguments):
+    sharded model states (:func:`memory.shard`), activations of the first stage
+    (interleaving keeps 1 + (pp - 1)/(pp * vpp) times more; Korthikanti et al. 2022, Sec. 4.2.3)."""
+    states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
+    weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"])
+    per_layer = memory.layer_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"], 2)
+    interleave = np.where(c["vpp"] > 1, 1 + (c["pp"] - 1) / (c["pp"] * c["vpp"]), 1.0)
+    acts = model.n_layers * per_layer * interleave + memory.logit_activation_bytes(model, c["micro_batch"], seq_len, c["tp"])
+    return weights + gradients + optimizer + acts + memory.RUNTIME_OVERHEAD
+
+
+def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: str, target_sequences: int,
+           network: Network, calibration: Calibration) -> list[Plan | None]:
+    """The best layout for each GPU count (None where no layout can use that many GPUs), all
+    candidates of all counts evaluated in one vectorised call."""
+    domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server))
+    per_count = [_candidates(model.n_heads, model.n_kv_heads, model.n_layers, domain, n, target_sequences)
+                 for n in counts]
+    sizes = [len(c["tp"]) for c in per_count]
+    if not sum(sizes):
+        return [None] * len(counts)
+    c = {k: np.concatenate([cc[k] for cc in per_count]) for k in per_count[0]}
+    need = layout_memory(model, c, seq_len, dtype)
+    t = steptime.terms(model, g, **c, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
+    total = sum(t[k] for k in StepTime.TERMS)
+    fits = need <= g.memory_bytes
+    per_token, peak = flops_per_token(model, seq_len=seq_len), g.peak_flops(dtype)
+    out, start = [], 0
+    for n, size in zip(counts, sizes):
+        if not size:
+            out.append(None)
+            continue
+        span = slice(start, start + size)
+        start += size
+        ok = fits[span]
+        i = span.start + int(np.argmin(np.where(ok, total[span], np.inf)) if ok.any() else np.argmin(need[span]))
+        layout = Layout(**{k: int(v[i]) for k, v in c.items() if k != "recompute"},
+                        recompute=RECOMPUTE[c["recompute"][i]], seq_len=seq_len, dtype=dtype)
+        step = StepTime(**{k: float(v[i]) for k, v in t.items()}, tokens=float(layout.tokens), n_gpus=n,
+                        model_flops=per_token * layout.tokens, peak_flops=peak)
+        out.append(Plan(gpu=g.name, n_gpus=n, layout=layout, step=step, memory_per_gpu=float(need[i]),
+                        fits=bool(fits[i])))
+    return out
+
+
+def plans(model: "Model | str | float", gpu: "GPU | str", counts: tuple[int, ...], *, seq_len: int = DEFAULT_SEQ_LEN,
+          tokens: float | None = None, global_batch_tokens: float | None = None, dtype: str | None = None,
+          network: Network | None = None, calibration: Calibration | None = None) -> list[Plan | None]:
+    """:func:`plan` for each of ``counts`` GPUs at once (None where no layout can use that many)."""
+    m, g = as_model(model), gpus.get(gpu)
+    counts = tuple(check_list("counts", counts))
+    for i, n in enumerate(counts):
+        check_positive(f"counts[{i}]", n, integer=True)
+    check_positive("seq_len", seq_len, integer=True)
+    dtype = _training_dtype(g) if dtype is None else check_dtype(dtype, steptime.STEP_DTYPES)
+    g.peak_flops(dtype)  # a clear error for a dtype the GPU lacks
+    target = batch_tokens(m, tokens) if global_batch_tokens is None else global_batch_tokens
+    check_positive("global_batch_tokens", target)
+    return _plans(m, g, counts, seq_len, dtype, max(1, ceil(target / seq_len)),
+                  steptime.network_for(g) if network is None else network,
+                  steptime.default_calibration() if calibration is None else calibration)
+
+
+def plan(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, **kwargs) -> Plan:
+    """The fastest layout of ``n_gpus`` GPUs that fits in memory (or, when none fits, the most
+    frugal one, with ``fits=False``). Keywords as for :func:`plans`: ``seq_len`` (2048),
+    ``tokens`` (for the batch rule), ``global_batch_tokens`` (default :func:`batch_tokens`),
+    ``dtype`` (bf16, or fp16 where the GPU lacks it), ``network`` (:func:`steptime.network_for`),
+    ``calibration``. Raises a ValueError when no layout can use that many GPUs at this batch."""
+    check_positive("n_gpus", n_gpus, integer=True)
+    (result,) = plans(model, gpu, (n_gpus,), **kwargs)
+    if result is None:
+        m = as_model(model)
+        target = kwargs.get("global_batch_tokens") or batch_tokens(m, kwargs.get("tokens"))
+        raise ValueError(f"n_gpus={n_gpus}: no layout of {gpus.get(gpu).name} GPUs runs {m.display_name} at a global "
+                         f"batch of {target / 1e6:.2g}M tokens; use fewer GPUs")
+    return result

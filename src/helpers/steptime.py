@@ -1,0 +1,430 @@
+"""One training step, term by term, for a model split over GPUs by a parallel layout.
+
+A step processes ``global_batch`` sequences. Tensor parallelism (``tp``) splits every layer's
+matrices inside an NVLink domain; pipeline parallelism (``pp``) splits the layers into stages that
+each run ``micro_batches`` micro-batches (1F1B, optionally interleaved into ``vpp`` chunks per
+stage); data parallelism (``dp``) replicates the rest and averages gradients, with ZeRO/FSDP
+sharding (``zero_stage``). The terms, in seconds per step on the critical path:
+
+- **compute**: matrix products at a calibrated fraction of the dense peak, each no faster than
+  its own memory traffic (a per-GEMM roofline, Williams et al. 2009); causal FlashAttention
+  (Dao 2023, arXiv:2307.08691: 2 matmuls forward, 5 backward, half of them skipped by the causal
+  mask) or, for unfused attention, the full score matrix; element-wise kernels (norms,
+  activations, dropout, residuals) that stream the layer's activations, whose bytes follow
+  Korthikanti et al. 2022 (arXiv:2205.05198, Eq. 1-2), a calibrated number of times.
+- **recompute**: with full recompute, one more forward of every layer; with selective recompute
+  and unfused attention, the attention core again (Korthikanti et al. 2022, Sec. 5).
+- **tensor_parallel**: four all-reduces (or reduce-scatter/all-gather pairs under sequence
+  parallelism) of the layer's activations per micro-batch and layer, six with full recompute
+  (Shoeybi et al. 2019, Sec. 3; Korthikanti et al. 2022, Sec. 4.2.2), on the critical path unless
+  pipelined with the matrix products (``tp_overlap``), which can hide them up to their own time.
+- **pipeline_bubble**: (pp - 1) / vpp idle micro-batch slots (Narayanan et al. 2021,
+  arXiv:2104.04473, Sec. 2.2); **pipeline_p2p**: the activation and gradient sends between
+  stages, vpp of each per micro-batch.
+- **data_parallel**: the exposed part of the gradient all-reduce behind the last micro-batch's
+  backward pass (ZeRO-0); of the gradient reduce-scatter there and the weight all-gather behind
+  the next forward pass (ZeRO-1/2, Megatron's distributed optimizer); or of ZeRO-3's
+  per-micro-batch weight all-gathers and gradient reduce-scatters. Overlap is bounded by the
+  compute it can hide behind times a calibrated overlap efficiency, and the last bucket is
+  always exposed.
+- **optimizer**: Adam's update, memory-bound: 30 bytes per local parameter (read fp32 gradient,
+  read and write fp32 master weight and two moments, write the 16-bit weight).
+
+Everything is computed with numpy so that the planner can evaluate thousands of layouts at once.
+"""
+
+from dataclasses import dataclass, field, fields
+from functools import cache
+
+import numpy as np
+
+from . import _data, comm, gpus, memory
+from .flops import flops_per_token
+from .gpus import GPU
+from .memory import RECOMPUTE, ZERO_STAGES, as_model, check_split
+from .models import Model
+from .units import check_bool, check_choice, check_dtype, check_positive
+
+#: Compute dtypes a training step runs in. FP8 applies to the linear layers only; attention and
+#: element-wise kernels stay in BF16 (Transformer Engine's recipe, NVIDIA TE documentation).
+STEP_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+#: Bytes Adam moves per local parameter in one update (see the module docstring).
+OPTIMIZER_BYTES_PER_PARAM = 30
+#: Fraction of peak memory bandwidth a streaming kernel reaches on HBM (about 0.85-0.9;
+#: ``data/efficiency.csv``, decode_bandwidth basis).
+STREAM_FRACTION = 0.85
+#: Bytes per element of casting a GEMM input to FP8 (read BF16, write FP8; Transformer Engine's
+#: per-tensor casts before each of the four linear layers of a block).
+FP8_CAST_BYTES = 3
+#: Bytes read and written per attention score in an unfused forward pass (see :func:`terms`).
+SCORE_BYTES = 13
+#: PyTorch DDP's and Megatron's gradient bucket (``bucket_cap_mb=25``; Li et al. 2020, arXiv:2006.15704).
+BUCKET_BYTES = 25 * 2**20
+
+
+@dataclass(frozen=True)
+class Layout:
+    """How one training step is split over ``tp * pp * dp`` GPUs.
+
+    ``micro_batch`` and ``global_batch`` count sequences of ``seq_len`` tokens; ``global_batch``
+    must be a multiple of ``dp * micro_batch``. ``vpp`` is the number of interleaved model chunks
+    per pipeline stage (1: plain 1F1B). ``overlap``: whether the framework overlaps gradient
+    reduction with the backward pass (Megatron-Core, DDP and FSDP do; Megatron-LM 2021 did not).
+    ``grad_bytes``: bytes per gradient element reduced (None: 4 for bf16 and fp8, as Megatron-LM
+    reduces bf16 gradients in fp32, else 2). ``tp_overlap``: whether tensor-parallel collectives are
+    pipelined with the matrix products around them (Megatron-Core's ``--tp-comm-overlap``,
+    Transformer Engine userbuffers), so that only what the products cannot cover is exposed.
+    """
+
+    tp: int = 1
+    pp: int = 1
+    dp: int = 1
+    micro_batch: int = 1
+    global_batch: int = 1
+    seq_len: int = 2048
+    zero_stage: int = 1
+    recompute: str = "selective"
+    vpp: int = 1
+    dtype: str = "bf16"
+    sequence_parallel: bool = True
+    flash_attention: bool = True
+    overlap: bool = True
+    tp_overlap: bool = False
+    grad_bytes: int | None = None
+
+    def __post_init__(self) -> None:
+        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp"):
+            check_positive(name, getattr(self, name), integer=True)
+        check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
+        check_choice("recompute", self.recompute, RECOMPUTE)
+        check_dtype(self.dtype, STEP_DTYPES)
+        for name in ("sequence_parallel", "flash_attention", "overlap", "tp_overlap"):
+            check_bool(name, getattr(self, name))
+        if self.grad_bytes is not None:
+            check_choice("grad_bytes", self.grad_bytes, (2, 4))
+        if self.global_batch % (self.dp * self.micro_batch):
+            raise ValueError(f"global_batch={self.global_batch} must be a multiple of dp * micro_batch = "
+                             f"{self.dp * self.micro_batch}")
+        if self.pp > 1 and self.zero_stage >= 2:
+            raise ValueError(f"zero_stage={self.zero_stage} does not combine with pp={self.pp}; allowed: 0 or 1")
+        if self.vpp > 1 and self.pp == 1:
+            raise ValueError(f"vpp={self.vpp} needs pipeline parallelism (pp > 1)")
+
+    @property
+    def n_gpus(self) -> int:
+        return self.tp * self.pp * self.dp
+
+    @property
+    def micro_batches(self) -> int:
+        """Micro-batches each pipeline runs per step."""
+        return self.global_batch // (self.dp * self.micro_batch)
+
+    @property
+    def tokens(self) -> int:
+        """Tokens per step."""
+        return self.global_batch * self.seq_len
+
+    def describe(self) -> str:
+        """A short label: 'TP 8 x PP 4 x DP 16, micro-batch 1, ZeRO-1, selective recompute'."""
+        parts = [f"TP {self.tp} x PP {self.pp}" + (f" (interleaved {self.vpp})" if self.vpp > 1 else "") +
+                 f" x DP {self.dp}", f"micro-batch {self.micro_batch}", f"ZeRO-{self.zero_stage}",
+                 f"{self.recompute} recompute"]
+        return ", ".join(parts)
+
+
+@dataclass(frozen=True)
+class Network:
+    """The servers a job runs on: ``gpus_per_server`` GPUs joined by their own link (NVLink or
+    PCIe), and ``nics_per_server`` NICs of kind ``nic`` (a :func:`comm.link` name) between servers."""
+
+    gpus_per_server: int = 8
+    nics_per_server: int = 8
+    nic: str = "ib-ndr"
+
+    def __post_init__(self) -> None:
+        check_positive("gpus_per_server", self.gpus_per_server, integer=True)
+        check_positive("nics_per_server", self.nics_per_server, integer=True)
+        comm.link(self.nic)
+
+
+@cache
+def _servers() -> dict[str, Network]:
+    return {name: Network(int(row["gpus_per_server"]), int(row["nics_per_server"]), row["nic"])
+            for _, row in _data.table("servers").iterrows() for name in row["gpus"].split(";")}
+
+
+def network_for(gpu: "GPU | str") -> Network:
+    """The servers this GPU ships in (``data/servers.csv``): HGX/DGX-class boards with one
+    200-400 Gb/s NIC per GPU, PCIe-card servers with 2 x 200 Gb/s for 8 cards, workstations one NIC."""
+    return _servers()[gpus.get(gpu).name]
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The few efficiency parameters of the step model, fitted on published runs
+    (:func:`validation.fit_calibration`): the fraction of dense peak large matrix products reach,
+    per (architecture, dtype); attention kernels' efficiency relative to that; how many times
+    element-wise kernels stream the stored activations; and the share of the hideable compute that
+    overlapped communication actually hides."""
+
+    gemm_efficiency: tuple[tuple[str, float], ...] = ()
+    elementwise_passes: float = 2.0
+    overlap_efficiency: float = 1.0
+    attention_efficiency: float = 1.0
+    default_efficiency: float = 0.7
+
+    def __post_init__(self) -> None:
+        for key, value in self.gemm_efficiency:
+            check_positive(f"gemm_efficiency[{key}]", value)
+            if value > 1:
+                raise ValueError(f"gemm_efficiency[{key}] is a fraction of peak, at most 1, got {value}")
+        check_positive("elementwise_passes", self.elementwise_passes, allow_zero=True)
+        check_positive("overlap_efficiency", self.overlap_efficiency, allow_zero=True)
+        check_positive("attention_efficiency", self.attention_efficiency)
+        check_positive("default_efficiency", self.default_efficiency)
+
+    @classmethod
+    def from_table(cls, table) -> "Calibration":
+        """From rows of (parameter, value): ``gemm_efficiency/<architecture>/<dtype>``,
+        ``elementwise_passes``, ``overlap_efficiency``, ``attention_efficiency``."""
+        values = dict(zip(table["parameter"], table["value"].astype(float)))
+        gemm = tuple((k.split("/", 1)[1], v) for k, v in values.items() if k.startswith("gemm_efficiency/"))
+        return cls(gemm_efficiency=gemm, elementwise_passes=values["elementwise_passes"],
+                   overlap_efficiency=values["overlap_efficiency"], attention_efficiency=values["attention_efficiency"],
+                   default_efficiency=sum(v for _, v in gemm if not _.endswith("/fp8")) /
+                   max(1, sum(1 for k, _ in gemm if not k.endswith("/fp8"))))
+
+    def efficiency(self, architecture: str, dtype: str) -> float:
+        """GEMM efficiency for ``architecture``/``dtype``: the fitted value, else the
+        architecture's 16-bit value, else :attr:`default_efficiency` (mean of the fitted ones)."""
+        table = dict(self.gemm_efficiency)
+        for key in (f"{architecture}/{dtype}", f"{architecture}/bf16", f"{architecture}/fp16"):
+            if key in table:
+                return table[key]
+        return self.default_efficiency
+
+
+@dataclass(frozen=True)
+class StepTime:
+    """Seconds of one training step by term (expected values), and what the step achieves."""
+
+    compute: float
+    recompute: float
+    tensor_parallel: float
+    pipeline_bubble: float
+    pipeline_p2p: float
+    data_parallel: float
+    optimizer: float
+    data_parallel_total: float = field(repr=False, default=0.0)
+    tokens: float = field(repr=False, default=0.0)
+    n_gpus: int = field(repr=False, default=1)
+    model_flops: float = field(repr=False, default=0.0)
+    peak_flops: float = field(repr=False, default=1.0)
+
+    TERMS = ("compute", "recompute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel",
+             "optimizer")
+
+    @property
+    def total(self) -> float:
+        return sum(getattr(self, t) for t in self.TERMS)
+
+    def as_dict(self) -> dict[str, float]:
+        """The terms in :attr:`TERMS` order, seconds."""
+        return {t: getattr(self, t) for t in self.TERMS}
+
+    @property
+    def tokens_per_second_per_gpu(self) -> float:
+        return self.tokens / self.total / self.n_gpus
+
+    @property
+    def mfu(self) -> float:
+        """Model FLOP/s utilization: model FLOPs of the step over (time x GPUs x dense peak)."""
+        return self.model_flops / (self.total * self.n_gpus * self.peak_flops)
+
+    @property
+    def scaling_efficiency(self) -> float:
+        """Share of the step the GPUs spend on the model's own computation: compute over total."""
+        return self.compute / self.total
+
+
+@cache
+def default_calibration() -> Calibration:
+    """The parameters fitted on the calibration runs (``data/calibration.csv``, written by
+    ``scripts/calibrate.py`` from :func:`calibration.fit`; a test keeps it in step with the data)."""
+    table = _data.table("calibration")
+    return Calibration.from_table(table[table["kind"] == "parameter"])
+
+
+def grad_bytes_default(dtype: str) -> int:
+    """Bytes per reduced gradient element when the layout does not say: Megatron-LM reduces bf16
+    gradients in fp32 ('bfloat16 requires gradient accumulation and all-reduce to be performed in
+    fp32', megatron/training/arguments.py), fp16 ones in fp16."""
+    return 4 if dtype in ("bf16", "fp8", "fp32", "tf32") else 2
+
+
+# --- the vectorised core --------------------------------------------------------------------
+
+@cache
+def _linear_shapes(model: Model) -> tuple[tuple[int, int], ...]:
+    """(d_in, d_out) of the matrices one token passes through in one layer (active experts only)."""
+    return tuple(model.linear_shapes(active=True))
+
+
+def _collective(factor, steps, n_bytes, bandwidth, latency):
+    """Seconds of a collective: launch + steps * hop latency + factor * bytes / bandwidth
+    (:func:`comm.collective_time`'s alpha-beta model, on arrays)."""
+    return np.where(factor > 0, comm.LAUNCH_LATENCY + steps * latency + factor * n_bytes / bandwidth, 0.0)
+
+
+def _intra(gpu: GPU, n):
+    """Achieved bandwidth (bytes/s per GPU) and hop latency among ``n`` GPUs of one server: their
+    NVLink (or Infinity Fabric) when all of them fit its domain, else PCIe (:func:`comm.gpu_link`)."""
+    fast, slow = comm.gpu_link(gpu, 1), comm.link(f"pcie{gpu.pcie_gen}")
+    inside = n <= (gpu.gpu_link_domain if gpu.gpu_link else 1)
+    return (np.where(inside, fast.bandwidth * fast.achieved_fraction, slow.bandwidth * slow.achieved_fraction),
+            np.where(inside, fast.hop_latency, slow.hop_latency))
+
+
+def _group_link(gpu: GPU, members_inside, n, network: Network):
+    """Achieved bandwidth (bytes/s per GPU) and hop latency of a ring over ``n`` GPUs of which
+    ``members_inside`` share each server: the server's own link when the ring stays inside, else
+    the server's NICs shared by the rings that cross them at once (NCCL runs one ring per NIC;
+    NVIDIA/nccl-tests issue 119)."""
+    nic = comm.link(network.nic)
+    intra_bw, intra_latency = _intra(gpu, members_inside)
+    nic_share = network.nics_per_server * nic.bandwidth * nic.achieved_fraction * members_inside / network.gpus_per_server
+    inside = n <= members_inside
+    return (np.where(inside, intra_bw, np.minimum(intra_bw, nic_share)),
+            np.where(inside, intra_latency, np.maximum(intra_latency, nic.hop_latency)))
+
+
+def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
+          vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, overlap=True, tp_overlap=False,
+          grad_bytes=None,
+          network: Network = Network(), calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
+    """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
+
+    ``recompute`` is an array of indices into :data:`memory.RECOMPUTE` (0 none, 1 selective,
+    2 full). The arguments are not checked: use :func:`step_time` for one checked layout.
+    """
+    tp, pp, dp, b, gb, s, zero, rc, v = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
+                                                                 zero_stage, recompute, vpp))
+    sp, flash, ovl, tp_ovl = (np.asarray(x, dtype=bool) for x in (sequence_parallel, flash_attention, overlap, tp_overlap))
+    d, L, V, a = model.d_model, model.n_layers, model.vocab_size, model.n_heads
+    bw = gpu.memory_bandwidth
+    attn_dtype = "bf16" if dtype == "fp8" else dtype
+    if not gpu.supports(attn_dtype):
+        attn_dtype = "fp16"
+    lin_rate = gpu.peak_flops(dtype) * calibration.efficiency(gpu.architecture, dtype)
+    attn_rate = gpu.peak_flops(attn_dtype) * calibration.efficiency(gpu.architecture, attn_dtype) * \
+        calibration.attention_efficiency
+    elem = 4 if dtype in ("fp32", "tf32") else 2
+    tokens = b * s  # per micro-batch
+
+    # Matrix products of one layer, forward: each no faster than its own traffic.
+    gemm = 0.0
+    for d_in, d_out in _linear_shapes(model):
+        split_out = d_out / tp  # column- or row-parallel: either way each GPU holds 1/tp of the matrix
+        flops = 2 * tokens * d_in * split_out
+        traffic = elem * (tokens * d_in + d_in * split_out + tokens * split_out)
+        gemm = gemm + np.maximum(flops / lin_rate, traffic / bw)
+    causal = np.where(flash, 2.0, 4.0) * tokens * s * d / tp  # score and weighting matmuls, forward
+    attn_fwd = causal / attn_rate
+    attn_bwd = np.where(flash, 2.5, 2.0) * attn_fwd
+    stored = tokens * d * (10 * np.where(sp, 1, tp) + 24) / tp  # Korthikanti Eq. 1-2: all but the score matrix
+    # Unfused attention streams the a*s^2 score matrix: the QK^T product writes it, the fused
+    # scale-mask-softmax reads and writes it, dropout reads it and writes its mask and output, and the
+    # product with V reads it: 2+2+2+2+1+2+2 = 13 bytes per score in the forward pass.
+    scores = np.where(flash, 0.0, SCORE_BYTES * a * s * s * b / tp)
+    elementwise = (calibration.elementwise_passes * stored + scores) / bw  # forward
+    if dtype == "fp8":  # each GEMM input is cast to fp8: read 2 bytes, write 1 (qkv, proj, fc1 and fc2 inputs)
+        elementwise = elementwise + FP8_CAST_BYTES * tokens * (3 * d + model.d_ff) / tp / bw
+    layer_fwd = gemm + attn_fwd + elementwise
+    layer_train = 3 * gemm + attn_fwd + attn_bwd + 3 * elementwise
+    layer_recompute = np.where(rc == 2, layer_fwd, np.where((rc == 1) & ~flash,
+                                                             attn_fwd + scores / bw, 0.0))
+    # Logits on the last stage: the output projection, and the loss streaming the fp32 logits (Korthikanti Eq. 6).
+    head = 3 * (np.maximum(2 * tokens * d * V / tp / lin_rate, elem * d * V / tp / bw) +
+                calibration.elementwise_passes * memory.logit_activation_bytes(model, b, s, tp) / bw)
+    layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
+
+    # Tensor parallel: 4 collectives per layer and micro-batch (6 with full recompute), exposed.
+    tp_bw, tp_latency = _group_link(gpu, np.minimum(tp, network.gpus_per_server), tp, network)
+    activation_bytes = tokens * d * 2
+    per_collective = _collective(2 * (tp - 1) / tp, 2 * (tp - 1), activation_bytes, tp_bw, tp_latency)
+    tp_comm = layers * np.where(rc == 2, 6, 4) * per_collective
+    tp_mb = np.where(tp_ovl, np.maximum(tp_comm - calibration.overlap_efficiency * layers * 3 * gemm, 0.0), tp_comm)
+
+    # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
+    # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
+    p2p_bw, p2p_latency = _group_link(gpu, np.where(tp * dp < network.gpus_per_server, 2, 1), 2, network)
+    send = comm.LAUNCH_LATENCY + p2p_latency + activation_bytes / np.where(sp, tp, 1) / p2p_bw
+    p2p_mb = np.where(pp > 1, 2 * v * send, 0.0)
+
+    compute_mb = layers * layer_train + head
+    recompute_mb = layers * layer_recompute
+    stage_mb = compute_mb + recompute_mb + tp_mb + p2p_mb
+    m = gb // (dp * b)
+    bubble = (pp - 1) / v * stage_mb
+
+    # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard.
+    local_params = model.n_params / (tp * pp)
+    gbytes = np.asarray(grad_bytes_default(dtype) if grad_bytes is None else grad_bytes)
+    inside = np.maximum(1, network.gpus_per_server // (tp * pp))  # data-parallel peers per server
+    dp_bw, dp_latency = _group_link(gpu, np.minimum(inside, dp), dp, network)
+    ring = (dp - 1) / dp
+    window = np.where(ovl, calibration.overlap_efficiency, 0.0) * compute_mb  # one micro-batch, forward and backward
+
+    def exposed(seconds, n_bytes, share):  # what ``share`` of the window cannot hide, at least the last bucket
+        return np.maximum(seconds - share * window, seconds * np.minimum(1.0, BUCKET_BYTES / n_bytes))
+
+    grads = local_params * gbytes
+    # ZeRO-0: all-reduce the gradients behind the last micro-batch's backward. ZeRO-1/2 (distributed
+    # optimizer): reduce-scatter them there, and all-gather the 16-bit weights behind the next forward.
+    all_reduce = _collective(2 * ring, 2 * (dp - 1), grads, dp_bw, dp_latency)
+    scatter = _collective(ring, dp - 1, grads, dp_bw, dp_latency)
+    gather = _collective(ring, dp - 1, local_params * 2, dp_bw, dp_latency)
+    exposed_sync = np.where(zero == 0, exposed(all_reduce, grads, 2 / 3),
+                            exposed(scatter, grads, 2 / 3) + exposed(gather, local_params * 2, 1 / 3))
+    gradient_sync = np.where(zero == 0, all_reduce, scatter + gather)
+    # ZeRO-3 / FSDP: all-gather the weights forward and backward, reduce-scatter the gradients, per micro-batch.
+    sharded = _collective(ring, dp - 1, local_params * 2, dp_bw, dp_latency) * 2 + \
+        _collective(ring, dp - 1, local_params * gbytes, dp_bw, dp_latency)
+    exposed_sharded = m * np.maximum(sharded - window, sharded / L)
+    dp_total = np.where(zero == 3, m * sharded, gradient_sync)
+    dp_exposed = np.where(dp > 1, np.where(zero == 3, exposed_sharded, exposed_sync), 0.0)
+
+    optimizer_params = local_params / np.where(zero >= 1, dp, 1)
+    optimizer = OPTIMIZER_BYTES_PER_PARAM * optimizer_params / (bw * STREAM_FRACTION)
+    return {"compute": m * compute_mb, "recompute": m * recompute_mb, "tensor_parallel": m * tp_mb,
+            "pipeline_bubble": bubble, "pipeline_p2p": m * p2p_mb, "data_parallel": dp_exposed,
+            "optimizer": optimizer, "data_parallel_total": dp_total}
+
+
+def step_time(model: "Model | str | float", gpu: "GPU | str", layout: Layout, *, network: Network | None = None,
+              calibration: Calibration | None = None) -> StepTime:
+    """Seconds of one training step of ``model`` on ``layout.n_gpus`` GPUs, term by term.
+
+    Stages may hold unequal numbers of layers (Llama 3 405B ran 126 layers on 16 stages); the
+    busiest one sets the pace. ``network`` defaults to the servers this GPU ships in (:func:`network_for`);
+    ``calibration`` to the parameters fitted on the calibration runs (:func:`default_calibration`).
+    """
+    m, g = as_model(model), gpus.get(gpu)
+    if not isinstance(layout, Layout):
+        raise ValueError(f"layout must be a steptime.Layout, got {layout!r}")
+    check_split(m, layout.tp, 1, layout.dp)
+    if layout.pp * layout.vpp > m.n_layers:
+        raise ValueError(f"pp * vpp = {layout.pp * layout.vpp} exceeds the {m.n_layers} layers of {m.display_name}")
+    if not g.supports(layout.dtype):
+        g.peak_flops(layout.dtype)  # raises the GPU's own message
+    network = network_for(g) if network is None else network
+    if not isinstance(network, Network):
+        raise ValueError(f"network must be a steptime.Network, got {network!r}")
+    calibration = default_calibration() if calibration is None else calibration
+    values = {f.name: getattr(layout, f.name) for f in fields(Layout)}
+    values["recompute"] = RECOMPUTE.index(layout.recompute)
+    t = terms(m, g, network=network, calibration=calibration, **values)
+    return StepTime(**{k: float(v) for k, v in t.items()}, tokens=float(layout.tokens), n_gpus=layout.n_gpus,
+                    model_flops=flops_per_token(m, seq_len=layout.seq_len) * layout.tokens,
+                    peak_flops=g.peak_flops(layout.dtype))
+

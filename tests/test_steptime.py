@@ -1,0 +1,219 @@
+"""Each term of the step model against a hand calculation or a published formula."""
+
+from dataclasses import replace
+
+import pytest
+
+from helpers import comm, gpus, memory, models, steptime
+from helpers.steptime import Calibration, Layout, Network
+
+#: Parameters chosen for the hand calculations (not the fitted ones): no element-wise traffic.
+CAL = Calibration(gemm_efficiency=(("Ampere/bf16", 0.8), ("Hopper/bf16", 0.7), ("Hopper/fp8", 0.5)),
+                  elementwise_passes=0.0, overlap_efficiency=1.0)
+GPT = replace(models.dense(18.4e9), n_layers=40, d_model=6144, n_heads=48, n_kv_heads=48, d_ff=4 * 6144,
+              vocab_size=51200)
+A100, H100 = gpus.get("A100 80GB"), gpus.get("H100")
+
+
+def step(layout: Layout, gpu=A100, model=GPT, **kw) -> steptime.StepTime:
+    return steptime.step_time(model, gpu, layout, calibration=kw.pop("calibration", CAL), **kw)
+
+
+def test_compute_is_six_flops_per_parameter_at_the_gemm_efficiency_plus_causal_flash_attention():
+    """One GPU, large GEMMs (compute-bound): 3 x 2 x T x P_linear + 7 b s^2 d per layer (FlashAttention-2:
+    2 forward matmuls, 5 backward, each halved by the causal mask), plus the logits, at 80 % of 312 TFLOP/s."""
+    lay = Layout(global_batch=4, micro_batch=2, seq_len=2048, zero_stage=0)
+    t = step(lay)
+    tokens = 4 * 2048
+    linear = 12 * GPT.d_model**2  # q, k, v, o and a 4d MLP
+    flops = GPT.n_layers * (6 * tokens * linear + 7 * tokens * 2048 * GPT.d_model) + 6 * tokens * GPT.d_model * 51200
+    assert t.compute == pytest.approx(flops / (312e12 * 0.8), rel=1e-9)
+    assert t.recompute == t.tensor_parallel == t.pipeline_bubble == t.pipeline_p2p == t.data_parallel == 0
+
+
+def test_full_recompute_adds_one_forward_of_every_layer():
+    base = step(Layout(global_batch=2, seq_len=2048, zero_stage=0, recompute="selective"))
+    full = step(Layout(global_batch=2, seq_len=2048, zero_stage=0, recompute="full"))
+    head = 6 * 2 * 2048 * GPT.d_model * 51200 / (312e12 * 0.8)
+    # forward = a third of the matmuls and 2 of the 7 attention matmuls
+    layers = base.compute - head
+    tokens, linear = 2 * 2048, 12 * GPT.d_model**2
+    forward = GPT.n_layers * (2 * tokens * linear + 2 * tokens * 2048 * GPT.d_model) / (312e12 * 0.8)
+    assert full.recompute == pytest.approx(forward, rel=1e-9)
+    assert layers > 3 * forward
+
+
+def test_unfused_attention_computes_the_whole_score_matrix_and_streams_it():
+    """Without FlashAttention the kernels compute all s^2 scores (4 b s^2 d forward, 2x backward) and stream
+    the a s^2 b score matrix, 13 bytes per score forward (written by QK^T, read and written by softmax,
+    read by dropout, which writes mask and output, read by the product with V), twice that backward."""
+    fused = step(Layout(global_batch=1, seq_len=2048, zero_stage=0))
+    unfused = step(Layout(global_batch=1, seq_len=2048, zero_stage=0, flash_attention=False))
+    flops = GPT.n_layers * (4 * 3 - 7) * 2048 * 2048 * GPT.d_model / (312e12 * 0.8)
+    traffic = GPT.n_layers * 3 * 13 * GPT.n_heads * 2048**2 / A100.memory_bandwidth
+    assert unfused.compute - fused.compute == pytest.approx(flops + traffic, rel=1e-9)
+
+
+def test_elementwise_kernels_stream_the_stored_activations_a_calibrated_number_of_times():
+    """Korthikanti et al. 2022, Eq. 1: 34 s b h bytes per layer besides the scores; each of the calibrated
+    passes reads them once forward and twice backward. The logits stream 4 s b (h + V) bytes (their Eq. 6)."""
+    two = replace(CAL, elementwise_passes=2.0)
+    a, b = step(Layout(global_batch=1, seq_len=2048, zero_stage=0), calibration=two), step(Layout(global_batch=1, seq_len=2048, zero_stage=0))
+    stored = GPT.n_layers * 2048 * GPT.d_model * 34 + 4 * 2048 * (GPT.d_model + 51200)
+    assert a.compute - b.compute == pytest.approx(3 * 2 * stored / A100.memory_bandwidth, rel=1e-9)
+
+
+def test_tensor_parallel_is_four_all_reduces_per_layer_on_nvlink():
+    """Megatron-LM: two all-reduces forward and two backward per layer (Shoeybi et al. 2019, Sec. 3), of
+    the micro-batch's activations in 16 bits, at comm's expected NVLink all-reduce time."""
+    t = step(Layout(tp=8, global_batch=4, micro_batch=1, seq_len=2048, zero_stage=0))
+    one = comm.allreduce_time(2048 * GPT.d_model * 2, 8, "nvlink3").expected
+    assert t.tensor_parallel == pytest.approx(4 * 4 * GPT.n_layers * one, rel=1e-9)
+    full = step(Layout(tp=8, global_batch=4, micro_batch=1, seq_len=2048, zero_stage=0, recompute="full"))
+    assert full.tensor_parallel == pytest.approx(4 * 6 * GPT.n_layers * one, rel=1e-9)
+
+
+def test_tensor_parallel_beyond_the_nvlink_domain_falls_back_to_pcie():
+    pcie = gpus.get("H100 PCIe")  # NVLink bridges join pairs only
+    two = step(Layout(tp=2, global_batch=1, seq_len=2048, zero_stage=0, dtype="bf16"), gpu=pcie)
+    four = step(Layout(tp=4, global_batch=1, seq_len=2048, zero_stage=0, dtype="bf16"), gpu=pcie)
+    msg = 2048 * GPT.d_model * 2
+    assert two.tensor_parallel == pytest.approx(4 * GPT.n_layers * comm.allreduce_time(msg, 2, "nvlink4-bridge").expected)
+    assert four.tensor_parallel == pytest.approx(4 * GPT.n_layers * comm.allreduce_time(msg, 4, "pcie5").expected)
+
+
+@pytest.mark.parametrize("pp,vpp,micro_batches", [(4, 1, 8), (4, 2, 8), (8, 1, 32), (8, 5, 32)])
+def test_pipeline_bubble_is_pp_minus_one_over_vpp_micro_batch_slots(pp, vpp, micro_batches):
+    """Narayanan et al. 2021, Sec. 2.2: bubble fraction (p - 1)/m, or (p - 1)/(v m) interleaved."""
+    t = step(Layout(pp=pp, vpp=vpp, dp=1, global_batch=micro_batches, seq_len=2048, zero_stage=0), model=GPT)
+    busy = t.compute + t.recompute + t.tensor_parallel + t.pipeline_p2p
+    assert t.pipeline_bubble / busy == pytest.approx((pp - 1) / (vpp * micro_batches), rel=1e-9)
+
+
+def test_pipeline_sends_cross_the_servers_nic_when_stages_sit_on_different_servers():
+    """TP 8 fills an HGX server, so every stage boundary is a send over the GPU's own 200 Gb/s NIC
+    (DGX A100: one per GPU): activations forward and gradients back, 1/tp of them per GPU."""
+    t = step(Layout(tp=8, pp=2, global_batch=4, seq_len=2048, zero_stage=0), network=Network(8, 8, "ib-hdr"))
+    nic = comm.link("ib-hdr")
+    send = comm.LAUNCH_LATENCY + nic.hop_latency + 2048 * GPT.d_model * 2 / 8 / (nic.bandwidth * nic.achieved_fraction)
+    assert t.pipeline_p2p == pytest.approx(4 * 2 * send, rel=1e-9)
+
+
+def test_data_parallel_all_reduce_over_one_nic_per_gpu_without_overlap():
+    """TP 8 x DP 16 on DGX H100 servers: each data-parallel ring has one GPU per server and runs over
+    that GPU's 400 Gb/s NIC; Megatron reduces bf16 gradients in fp32. Without overlap all of it is exposed."""
+    lay = Layout(tp=8, dp=16, global_batch=64, seq_len=2048, zero_stage=0, overlap=False)
+    t = step(lay, gpu=H100, network=Network(8, 8, "ib-ndr"))
+    nic = comm.link("ib-ndr")
+    grads = GPT.n_params / 8 * 4
+    ring = comm.LAUNCH_LATENCY + 30 * nic.hop_latency + 2 * 15 / 16 * grads / (nic.bandwidth * nic.achieved_fraction)
+    assert t.data_parallel == pytest.approx(ring, rel=1e-9)
+    assert t.data_parallel_total == pytest.approx(ring, rel=1e-9)
+
+
+def test_data_parallel_overlap_is_bounded_by_the_backward_pass_and_the_last_bucket():
+    lay = dict(tp=8, dp=16, global_batch=16, seq_len=2048, zero_stage=0)
+    hidden = step(Layout(**lay), gpu=H100)
+    exposed = step(Layout(**lay, overlap=False), gpu=H100)
+    assert 0 < hidden.data_parallel < exposed.data_parallel
+    backward = 2 / 3 * hidden.compute  # one micro-batch: all of its backward
+    assert hidden.data_parallel == pytest.approx(max(exposed.data_parallel - backward,
+                                                     exposed.data_parallel * steptime.BUCKET_BYTES / (GPT.n_params / 8 * 4)))
+    half = step(Layout(**lay), gpu=H100, calibration=replace(CAL, overlap_efficiency=0.5))
+    assert half.data_parallel > hidden.data_parallel
+
+
+def test_distributed_optimizer_reduce_scatters_gradients_and_gathers_weights_behind_the_next_forward():
+    """ZeRO-1 (Megatron's distributed optimizer): a reduce-scatter of the fp32 gradients hidden behind the
+    last backward, an all-gather of the 16-bit weights behind the next forward: 6 instead of 8 bytes per
+    parameter on the wire."""
+    lay = dict(tp=8, dp=16, global_batch=64, seq_len=2048, overlap=False)
+    zero0, zero1 = step(Layout(**lay, zero_stage=0), gpu=H100), step(Layout(**lay, zero_stage=1), gpu=H100)
+    nic = comm.link("ib-ndr")
+    per_byte = 15 / 16 * GPT.n_params / 8 / (nic.bandwidth * nic.achieved_fraction)
+    latency = 2 * (comm.LAUNCH_LATENCY + 15 * nic.hop_latency)
+    assert zero1.data_parallel == pytest.approx(latency + per_byte * (4 + 2), rel=1e-9)
+    assert zero1.data_parallel / zero0.data_parallel == pytest.approx(6 / 8, rel=0.01)
+
+
+def test_zero3_gathers_weights_twice_and_reduces_gradients_every_micro_batch():
+    """FSDP full shard: all-gather the 16-bit weights forward and backward and reduce-scatter the gradients,
+    for every micro-batch (Rajbhandari et al. 2019, Sec. 7: 1.5 x the volume of data parallelism)."""
+    lay = Layout(dp=8, global_batch=32, micro_batch=2, seq_len=2048, zero_stage=3, overlap=False)
+    t = step(lay, gpu=H100, network=Network(8, 8, "ib-ndr"))
+    link = comm.link("nvlink4")
+    bw = link.bandwidth * link.achieved_fraction
+    gather = comm.LAUNCH_LATENCY + 7 * link.hop_latency + 7 / 8 * GPT.n_params * 2 / bw
+    scatter = comm.LAUNCH_LATENCY + 7 * link.hop_latency + 7 / 8 * GPT.n_params * 4 / bw
+    assert t.data_parallel == pytest.approx(2 * (2 * gather + scatter), rel=1e-9)
+
+
+def test_optimizer_streams_thirty_bytes_per_local_parameter():
+    t = step(Layout(tp=2, pp=2, dp=4, global_batch=8, seq_len=2048, zero_stage=1))
+    assert t.optimizer == pytest.approx(30 * GPT.n_params / 16 / (A100.memory_bandwidth * steptime.STREAM_FRACTION))
+    t0 = step(Layout(tp=2, pp=2, dp=4, global_batch=8, seq_len=2048, zero_stage=0))
+    assert t0.optimizer == pytest.approx(4 * t.optimizer)
+
+
+def test_fp8_runs_the_linear_layers_at_the_fp8_rate_and_attention_in_bf16():
+    """Transformer Engine: the linear layers at the FP8 rate, their inputs cast from BF16 (3 bytes moved per
+    element, forward and twice backward); attention stays BF16."""
+    lay = dict(global_batch=1, seq_len=4096, zero_stage=0)
+    bf16, fp8 = step(Layout(**lay), gpu=H100), step(Layout(**lay, dtype="fp8"), gpu=H100)
+    tokens = 4096
+    attention = GPT.n_layers * 7 * tokens * 4096 * GPT.d_model / (H100.peak_flops("bf16") * 0.7)
+    cast = GPT.n_layers * 3 * 3 * tokens * (3 * GPT.d_model + GPT.d_ff) / H100.memory_bandwidth  # bf16 -> fp8 inputs
+    assert fp8.compute - attention - cast == pytest.approx((bf16.compute - attention) * 0.7 * H100.peak_flops("bf16") /
+                                                           (0.5 * H100.peak_flops("fp8")), rel=1e-9)
+
+
+def test_small_matrices_hit_the_memory_roof():
+    """A per-GEMM roofline: one token through a wide layer is bandwidth-bound, so compute time is at least
+    the bytes of the weights over the memory bandwidth."""
+    t = step(Layout(global_batch=1, seq_len=1, zero_stage=0))
+    weights = GPT.n_layers * 12 * GPT.d_model**2 * 2
+    assert t.compute >= 3 * weights / A100.memory_bandwidth
+
+
+def test_step_totals_and_throughput():
+    lay = Layout(tp=8, pp=4, dp=8, global_batch=512, seq_len=2048)
+    t = step(lay)
+    assert t.total == pytest.approx(sum(t.as_dict().values()))
+    assert t.tokens_per_second_per_gpu == pytest.approx(512 * 2048 / t.total / 256)
+    assert 0 < t.mfu < 0.8 and 0 < t.scaling_efficiency < 1
+
+
+def test_layout_checks():
+    with pytest.raises(ValueError, match="global_batch=10 must be a multiple of dp \\* micro_batch = 4"):
+        Layout(dp=2, micro_batch=2, global_batch=10)
+    with pytest.raises(ValueError, match="zero_stage=3 does not combine with pp=2"):
+        Layout(pp=2, zero_stage=3)
+    with pytest.raises(ValueError, match="vpp=2 needs pipeline parallelism"):
+        Layout(vpp=2)
+    with pytest.raises(ValueError, match="recompute='some' is not supported"):
+        Layout(recompute="some")
+    with pytest.raises(ValueError, match="pp \\* vpp = 80 exceeds the 40 layers"):
+        step(Layout(pp=40, vpp=2, global_batch=40))
+    with pytest.raises(ValueError, match="tp=5 must divide the 48 attention heads"):
+        step(Layout(tp=5))
+    with pytest.raises(ValueError, match="no 'fp8' rate"):
+        step(Layout(dtype="fp8"))
+    with pytest.raises(ValueError, match="layout must be a steptime.Layout"):
+        steptime.step_time(GPT, A100, {"tp": 2})
+
+
+def test_every_gpu_has_its_servers():
+    for name in gpus.names():
+        net = steptime.network_for(name)
+        assert net.gpus_per_server >= 1 and net.nics_per_server >= 1
+    assert steptime.network_for("H100") == Network(8, 8, "ib-ndr")
+    assert steptime.network_for("L40S").nics_per_server == 2
+
+
+def test_memory_helpers_agree_with_training():
+    """The array form the planner uses gives the same bytes as memory.training."""
+    for tp, pp, dp, zero, rc in [(1, 1, 8, 3, "selective"), (8, 4, 2, 1, "full"), (2, 1, 4, 2, "none")]:
+        states = memory.shard(memory.model_states(GPT, "bf16", "adamw", True, "full", 16), tp, pp, dp, zero)
+        acts = memory.activations(GPT, 2, 2048, recompute=rc, tp=tp)
+        expect = memory.training(GPT, micro_batch_size=2, seq_len=2048, recompute=rc, zero_stage=zero, dp=dp, tp=tp, pp=pp)
+        assert sum(states) + acts + memory.RUNTIME_OVERHEAD == pytest.approx(expect.total)
