@@ -26,7 +26,9 @@ matplotlib.use("Agg")
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
-from helpers import select, widgets  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from helpers import _data, calibration, select, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 150, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -135,6 +137,48 @@ def full() -> list[str]:
     return lines + ["", "## Page weight", ""] + weights
 
 
+def training_validation() -> list[str]:
+    """The step model against published runs: the calibration/test split, out-of-sample errors by family,
+    and, where benchmarks/peer_llm_analysis.csv exists, llm-analysis on the same rows."""
+    runs = validation.training_runs()
+    steady = runs[~runs["end to end"]].copy()
+    peer_path = Path(__file__).with_name("peer_llm_analysis.csv")
+    peer = pd.read_csv(peer_path) if peer_path.exists() else None
+    table = _data.table("training_runs").set_index("id")
+    published_step = {i: table.loc[i, "global_batch"] * table.loc[i, "seq_len"] / (p * n)
+                      for i, p, n in zip(steady["id"], steady["published"], steady["GPUs"])}
+    cal = calibration.steptime.default_calibration()
+    params = ", ".join([f"GEMM efficiency {k} {v:.3f}" for k, v in cal.gemm_efficiency] +
+                       [f"element-wise passes {cal.elementwise_passes:.2f}", f"attention efficiency {cal.attention_efficiency:.3f}",
+                        f"overlap efficiency {cal.overlap_efficiency:.2f}"])
+    low, high = calibration.band("H100", "bf16")
+    lines = ["## Training step time against published runs (out of sample)", "",
+             f"Fitted on the calibration families only ({params}); band {low:.3f}-{high:.3f} x the predicted time, from "
+             "the calibration runs' leave-one-family-out errors. Test families took part in neither. Error: predicted / "
+             "published step time - 1. llm-analysis 0.2.2 (`benchmarks/peer_llm_analysis.py`) with its defaults and with its "
+             "documented training efficiency (0.5 of peak), on the same rows and layouts; it models neither FP8 nor "
+             "pipeline bubbles nor data-parallel communication.", "",
+             "| split | family | runs | ours: median abs. error | ours: inside band | llm-analysis defaults | llm-analysis tuned |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for (split, family), g in steady.groupby(["split", "family"], sort=False):
+        cells = [split, family, str(len(g)), f"{g['time error'].abs().median():.1%}", f"{g['inside band'].mean():.0%}"]
+        for setting in ("defaults", "tuned"):
+            if peer is None:
+                cells.append("not run")
+                continue
+            p = peer[(peer["setting"] == setting) & peer["id"].isin(g["id"]) & (peer["status"] == "ok")]
+            errors = [s / published_step[i] - 1 for i, s in zip(p["id"], p["predicted_step_seconds"])]
+            cells.append(f"{statistics.median(map(abs, errors)):.1%} ({len(errors)} runs)" if errors else "cannot model")
+        lines.append("| " + " | ".join(cells) + " |")
+    test = steady[steady["split"] == "test"]
+    e2e = runs[runs["end to end"]]
+    lines += ["", f"All {len(test)} test runs: median abs. error {test['time error'].abs().median():.1%}, "
+              f"{test['inside band'].mean():.0%} inside the band. Whole runs (GPU-hours, planner layout, goodput band): " +
+              "; ".join(f"{r.run}: {r.time_error:+.0%}, {'inside' if r.inside_band else 'outside'} its band"
+                        for r in e2e.rename(columns={"time error": "time_error", "inside band": "inside_band"}).itertuples()) + "."]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="also time a clean build and the tests, and weigh kernels and pages")
@@ -144,7 +188,8 @@ def main() -> None:
              f"{platform.python_version()}, matplotlib {matplotlib.__version__}. Written by `python benchmarks/run.py"
              f"{' --full' if args.full else ''}`; times in milliseconds unless said otherwise.", "",
              f"## Panels (target: p95 at most {TARGETS['panel p95 (ms)']} ms from a control move to the redrawn output)",
-             ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector()
+             ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector() + \
+        [""] + training_validation()
     if args.full:
         lines += [""] + full()
     Path(__file__).with_name("results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

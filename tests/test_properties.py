@@ -76,6 +76,8 @@ def clean_or_named_error(f, case):
     try:
         result = f(**kwargs)
     except ValueError as error:
+        if "n_gpus=" in str(error) and ": no layout of " in str(error):
+            return None  # valid, but the model's batch cannot keep that many GPUs busy: the planner names n_gpus
         assert name is not None, f"valid arguments rejected: {kwargs}: {error}"
         assert name in str(error) or ALIASES.get(name, "\0") in str(error).lower(), (name, kwargs[name], str(error))
         return None
@@ -110,14 +112,6 @@ def test_inference_memory_is_clean_or_rejected(case):
                     goodput=st.one_of(st.none(), st.floats(0.5, 1)), seq_len=st.one_of(st.none(), st.integers(1, 10**6)),
                     recompute=st.sampled_from(memory.RECOMPUTE))))
 def test_training_time_is_clean_or_rejected(case):
-    """Valid arguments may also be refused when the model's batch cannot keep that many GPUs busy: the
-    planner then names n_gpus."""
-    kwargs, name = case
-    try:
-        compute.training_time(**kwargs)
-    except ValueError as error:
-        if kwargs["mfu"] is None and str(error).startswith(f"n_gpus={kwargs['n_gpus']}: no layout"):
-            return
     clean_or_named_error(compute.training_time, case)
 
 

@@ -231,12 +231,18 @@ def fitted_table() -> pd.DataFrame:
     return table
 
 
+@cache
+def _stored() -> dict[str, float]:
+    """``data/calibration.csv`` as parameter -> value."""
+    table = _data.table("calibration")
+    return dict(zip(table["parameter"], table["value"].astype(float)))
+
+
 def band(gpu: "gpus.GPU | str", dtype: str) -> tuple[float, float]:
     """(low, high) factors that take a predicted steady-state time to the range of the real one for
     ``gpu`` in ``dtype``: quantiles of published / predicted time out of sample, for calibrated
     architectures, or for all when no calibration run used this architecture."""
-    values = dict(zip(_data.table("calibration")["parameter"], _data.table("calibration")["value"]))
-    g = gpus.get(gpu)
+    values, g = _stored(), gpus.get(gpu)
     calibrated = f"gemm_efficiency/{g.architecture}/{'fp8' if dtype == 'fp8' else 'bf16'}" in values
     label = "calibrated" if calibrated else "uncalibrated"
     return tuple(values[f"{label}_q{int(q * 100):02d}"] for q in BAND_QUANTILES)

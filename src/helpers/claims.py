@@ -198,7 +198,7 @@ def a100_20b() -> str:
     return (f"Full training of 20B with ZeRO-3 and full recompute over 4 A100 80GB needs {gb(b.total)} per GPU "
             f"({gb(b.weights + b.gradients + b.optimizer)} of it model states), "
             f"{'which fits, barely' if memory.fits(b, a100) else 'which does not fit'}. In 5 days 4 A100s process "
-            f"about {tokens / 1e9:.1f}B tokens at the expected MFU: fine-tuning scale, not pre-training (compute-optimal "
+            f"about {tokens / 1e9:.1f}B tokens at the expected throughput: fine-tuning scale, not pre-training (compute-optimal "
             f"would be {compute.CHINCHILLA_TOKENS_PER_PARAM * 20:.0f}B tokens). 1 - 5/14 = {1 - 5 / 14:.0%}: the 60 % is "
             f"arithmetic.")
 
@@ -361,7 +361,7 @@ def eight_a100() -> str:
 def superpod() -> str:
     h100 = gpus.get("H100")
     t = compute.training_time(1e9, 1e9, h100, 64)
-    budget = 90 * DAY / t.expected * 6 * 1e18  # FLOPs that 64 H100s deliver in 90 days at the expected MFU
+    budget = 90 * DAY / t.expected * 6 * 1e18  # FLOPs that 64 H100s deliver in 90 days at the expected throughput
     n_opt = (budget / (6 * compute.CHINCHILLA_TOKENS_PER_PARAM)) ** 0.5
     return (f"64 H100s are 8 DGX H100 systems of 8 GPUs. In 90 days they deliver about {budget:.1e} FLOP at the "
             f"expected MFU: compute-optimal for a model of about {n_opt / 1e9:.0f}B parameters. Liquid cooling is what "
