@@ -138,10 +138,8 @@ def _keys(rows: pd.DataFrame) -> list[str]:
 
 
 def _calibration(keys: list[str], x: list[float]) -> Calibration:
-    gemm = tuple(zip(keys, x[:len(keys)]))
-    sixteen = [v for k, v in gemm if not k.endswith("/fp8")]
-    return Calibration(gemm_efficiency=gemm, elementwise_passes=x[len(keys)], overlap_efficiency=x[len(keys) + 1],
-                       attention_efficiency=x[len(keys) + 2], default_efficiency=sum(sixteen) / len(sixteen) if sixteen else Calibration().default_efficiency)
+    n = len(keys)
+    return Calibration.fitted(tuple(zip(keys, x[:n])), x[n], x[n + 1], x[n + 2])
 
 
 def _golden(f, low: float, high: float, iterations: int = 24) -> float:

@@ -14,7 +14,7 @@ from .gpus import GPU
 from .flops import CHINCHILLA_TOKENS_PER_PARAM, RECOMPUTE_FACTOR, flops_per_token, training_flops  # noqa: F401 (public names)
 from .memory import TRAIN_DTYPES, as_model, check_split, inference
 from .models import Model
-from .units import check_bool, check_choice, check_dtype, check_positive, check_result
+from .units import check_choice, check_dtype, check_positive, check_result
 
 #: Compute dtypes of training: those of :data:`memory.TRAIN_DTYPES`, plus FP8 (Transformer Engine).
 TRAINING_DTYPES = TRAIN_DTYPES + ("fp8",)

@@ -189,10 +189,17 @@ class Calibration:
         ``elementwise_passes``, ``overlap_efficiency``, ``attention_efficiency``."""
         values = dict(zip(table["parameter"], table["value"].astype(float)))
         gemm = tuple((k.split("/", 1)[1], v) for k, v in values.items() if k.startswith("gemm_efficiency/"))
-        return cls(gemm_efficiency=gemm, elementwise_passes=values["elementwise_passes"],
-                   overlap_efficiency=values["overlap_efficiency"], attention_efficiency=values["attention_efficiency"],
-                   default_efficiency=sum(v for _, v in gemm if not _.endswith("/fp8")) /
-                   max(1, sum(1 for k, _ in gemm if not k.endswith("/fp8"))))
+        return cls.fitted(gemm, values["elementwise_passes"], values["overlap_efficiency"], values["attention_efficiency"])
+
+    @classmethod
+    def fitted(cls, gemm_efficiency: tuple[tuple[str, float], ...], elementwise_passes: float,
+               overlap_efficiency: float, attention_efficiency: float) -> "Calibration":
+        """A calibration whose default efficiency, for architectures without runs, is the mean of the
+        fitted 16-bit GEMM efficiencies."""
+        sixteen = [v for k, v in gemm_efficiency if not k.endswith("/fp8")]
+        return cls(gemm_efficiency=gemm_efficiency, elementwise_passes=elementwise_passes,
+                   overlap_efficiency=overlap_efficiency, attention_efficiency=attention_efficiency,
+                   default_efficiency=sum(sixteen) / len(sixteen) if sixteen else cls.default_efficiency)
 
     def efficiency(self, architecture: str, dtype: str) -> float:
         """GEMM efficiency for ``architecture``/``dtype``: the fitted value, else the
