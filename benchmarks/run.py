@@ -40,6 +40,7 @@ SWEEPS = {  # control values to step through for each panel: realistic slider mo
     "training_time": [{"n_gpus": n} for n in (8, 64, 512, 4096)],
     "serving": [{"batch_size": b} for b in (8, 32, 128, 2)],
     "data_parallel": [{"nics_per_node": n} for n in (1, 2, 4, 8)],
+    "parallelism": [{"n_gpus": n} for n in (64, 1024, 4096, 512)] + [{"gpu": g} for g in ("L40S-48GB", "H100-SXM5-80GB")],
     "training_cost": [{"n_gpus": n} for n in (8, 512, 2048)],
     "rent_or_buy": [{"utilization": u} for u in (0.3, 0.5, 0.9, 0.6)],
     "selector": [{"task": t} for t in ("serve", "qlora", "finetune", "pretrain")],

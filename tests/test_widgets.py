@@ -24,7 +24,7 @@ def bar_total(panel):
 
 def test_panel_factories():
     assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference", "training_time",
-                                     "serving", "data_parallel", "training_cost", "rent_or_buy", "selector",
+                                     "serving", "data_parallel", "parallelism", "training_cost", "rent_or_buy", "selector",
                                      "wait_or_start"}
     for factory in widgets.panels().values():
         panel = factory()
@@ -136,6 +136,17 @@ def test_serving_panel():
     assert not panel.result["fits"] and "H100-SXM5-80GB" in set(panel.table.loc[~panel.table["fits"], "GPU"])
     panel.set(model="gpt2-xl", n_gpus=2)
     assert panel.result is None and "must divide" in panel.message
+
+
+def test_parallelism_panel_shows_the_planners_layout_and_refuses_idle_gpus():
+    panel = widgets.parallelism()
+    row = panel.table.iloc[0]
+    assert row["layout"].startswith("TP ") and row["fits"] and 0 < row["scaling efficiency"] <= 1
+    assert len(panel.figure.axes) == 2 and "512 GPUs" in panel.figure.texts[0].get_text()
+    panel.set(gpu="L40S-48GB")
+    assert panel.table.iloc[0]["scaling efficiency"] < row["scaling efficiency"]  # PCIe servers pay for the split
+    panel.set(model="custom", size_b=1, n_gpus=4096, seq_len=8192)  # a 1B model's batch cannot feed 4096 GPUs
+    assert panel.result is None and "choose fewer GPUs" in panel.message
 
 
 def test_data_parallel_panel():

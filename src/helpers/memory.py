@@ -9,6 +9,7 @@ Inference: weights by storage format plus the KV cache (Kwon et al. 2023, vLLM, 
 """
 
 from dataclasses import asdict, dataclass
+from functools import cache
 from math import ceil
 
 import pandas as pd
@@ -130,6 +131,7 @@ def _optimizer_state_bytes(shapes: list[tuple[int, int]], n: float, optimizer: s
     return state * sum(r + c for r, c in shapes)
 
 
+@cache
 def model_states(model: Model, dtype: str, optimizer: str, master_weights: bool,
                   method: str, lora_rank: int) -> tuple[float, float, float]:
     """Unsharded (weights, gradients, optimizer) bytes for the whole model (arguments unchecked)."""

@@ -95,7 +95,8 @@ def _published_batches() -> dict[str, float]:
             if not pd.isna(row["train_batch_tokens"])}
 
 
-def _training_dtype(gpu: GPU) -> str:
+def training_dtype(gpu: GPU) -> str:
+    """BF16, or FP16 on GPUs without it (V100, T4)."""
     return "bf16" if gpu.supports("bf16") else "fp16"
 
 
@@ -184,7 +185,7 @@ def plans(model: "Model | str | float", gpu: "GPU | str", counts: tuple[int, ...
     for i, n in enumerate(counts):
         check_positive(f"counts[{i}]", n, integer=True)
     check_positive("seq_len", seq_len, integer=True)
-    dtype = _training_dtype(g) if dtype is None else check_dtype(dtype, steptime.STEP_DTYPES)
+    dtype = training_dtype(g) if dtype is None else check_dtype(dtype, steptime.STEP_DTYPES)
     g.peak_flops(dtype)  # a clear error for a dtype the GPU lacks
     target = batch_tokens(m, tokens) if global_batch_tokens is None else global_batch_tokens
     check_positive("global_batch_tokens", target)

@@ -182,6 +182,47 @@ def scaling(fig, table: pd.DataFrame, *, title: str = "") -> None:
     fig.suptitle(title, fontsize=10)
 
 
+STEP_COLORS = {"compute": "#4C72B0", "recompute": "#8DA0CB", "tensor_parallel": "#DD8452", "pipeline_bubble": "#C44E52",
+               "pipeline_p2p": "#DA8BC3", "data_parallel": "#8172B3", "optimizer": "#55A868"}
+
+
+def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
+    """Two panels from ``planner.plans``: each GPU count's step split into its terms, per token
+    and GPU (so that perfect scaling is a flat line), the chosen count outlined; and the scaling
+    efficiency against the GPU count."""
+    left, right = fig.subplots(1, 2)
+    shown = [p for p in plans if p is not None]
+    labels = [str(p.n_gpus) for p in shown]
+    bottom = [0.0] * len(shown)
+    for term, color in STEP_COLORS.items():
+        heights = [getattr(p.step, term) * p.n_gpus / p.layout.tokens * 1e3 for p in shown]
+        left.bar(labels, heights, bottom=bottom, color=color, label=term.replace("_", " "))
+        bottom = [b + h for b, h in zip(bottom, heights)]
+    misfits = [i for i, p in enumerate(shown) if not p.fits]
+    if misfits:
+        left.bar([labels[i] for i in misfits], [bottom[i] for i in misfits], fill=False, hatch="///", edgecolor="0.5",
+                 linewidth=0, label="does not fit in memory")
+    for i, p in enumerate(shown):
+        if p.n_gpus == chosen:
+            left.bar([labels[i]], [bottom[i]], fill=False, edgecolor="0.1", linewidth=1.5)
+    left.set(xlabel="GPUs", ylabel="GPU-milliseconds per token")
+    left.tick_params(axis="x", labelsize=7, rotation=45)
+    fig.legend(*left.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=4)
+    counts = [p.n_gpus for p in shown]
+    right.plot(counts, [p.scaling_efficiency * 100 for p in shown], color="0.6", linewidth=0.8)
+    right.scatter([p.n_gpus for p in shown if p.fits], [p.scaling_efficiency * 100 for p in shown if p.fits],
+                  color="#4C72B0", zorder=2, label="fits")
+    right.scatter([p.n_gpus for p in shown if not p.fits], [p.scaling_efficiency * 100 for p in shown if not p.fits],
+                  color="0.6", marker="x", zorder=2, label="does not fit")
+    for p in shown:
+        if p.n_gpus == chosen:
+            right.scatter([p.n_gpus], [p.scaling_efficiency * 100], s=110, facecolors="none", edgecolors="0.1", zorder=3)
+    right.set(xscale="log", xlabel="GPUs", ylabel="scaling efficiency (%)", ylim=(0, 105))
+    _no_minor_ticks(right)
+    right.set_xticks(counts, labels, fontsize=7)
+    fig.suptitle(title, fontsize=10)
+
+
 def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, title: str = "") -> Axes:
     """Cumulative cost of renting and of owning by month (``cost.rent_vs_buy``), break-even marked."""
     ax.plot(table["month"], table["rent (USD)"] / 1e3, label="rent on demand")

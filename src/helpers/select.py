@@ -42,6 +42,8 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, to
     adapters over data parallelism with the frozen base replicated."""
     rate = cost.price(g, "cloud_hour")
     method = task if task in ("lora", "qlora") else "full"
+    adapter = None if method == "full" else memory.training(m, dtype=planner.training_dtype(g), method=method,
+                                                             recompute="full", seq_len=seq_len)
     options = []
     for n, plan in zip(counts, planner.plans(m, g, counts, seq_len=seq_len, tokens=tokens)):
         if plan is None:  # the model's batch cannot keep this many GPUs busy
@@ -49,9 +51,8 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, to
         time = compute.run_time(plan, tokens)
         settings, need = plan.layout.describe(), plan.memory_per_gpu
         fits = plan.fits
-        if method != "full":
+        if adapter is not None:  # the frozen base is replicated: the same memory on every GPU
             time = time * ADAPTER_FLOPS_FACTOR
-            adapter = memory.training(m, dtype=plan.layout.dtype, method=method, recompute="full", seq_len=seq_len)
             settings, need, fits = f"{method}, data parallel {n}, full recompute", adapter.total, memory.fits(adapter, g)
         days = time.expected / DAY
         options.append({"gpu": g.name, "n_gpus": n, "settings": settings, "fits": fits,

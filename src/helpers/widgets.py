@@ -17,7 +17,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from . import book, comm, compare, compute, cost, gpus, memory, models, plots, roofline, scaling, select, trends
+from . import book, comm, compare, compute, cost, gpus, memory, models, planner, plots, roofline, scaling, select, trends
 from .units import DTYPES
 
 CUSTOM = "custom"
@@ -355,6 +355,41 @@ def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
     return Panel("Data-parallel scaling", controls, result, draw, table, figsize=(9, 3.8))
 
 
+PLAN_COUNTS = tuple(2**k for k in range(13))
+
+
+def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Panel:
+    """The planner's best layout for a GPU count, its step term by term, and scaling efficiency as
+    the count grows (at the model's fixed global batch)."""
+    controls = _model_controls(model) | {
+        "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
+        "n_gpus": w.SelectionSlider(options=PLAN_COUNTS, value=512, description="GPUs"),
+        "seq_len": w.SelectionSlider(options=(1024, 2048, 4096, 8192), value=4096, description="sequence (tokens)"),
+    }
+
+    def result(model, size_b, gpu, n_gpus, seq_len):
+        return planner.plans(_model(model, size_b), gpu, PLAN_COUNTS, seq_len=seq_len)
+
+    def table(result, n_gpus, **kw):
+        chosen = next((p for p in result if p is not None and p.n_gpus == n_gpus), None)
+        if chosen is None:
+            raise ValueError(f"no layout can keep {n_gpus} GPUs busy at this model's global batch; choose fewer GPUs")
+        s = chosen.step
+        return pd.DataFrame([{"layout": chosen.layout.describe(), "global batch (tokens)": chosen.layout.tokens,
+                              "micro-batches": chosen.layout.micro_batches, "memory per GPU (GB)": chosen.memory_per_gpu / 1e9,
+                              "fits": chosen.fits, "step (s)": s.total, "MFU": s.mfu,
+                              "scaling efficiency": chosen.scaling_efficiency, "what splitting costs most": chosen.binding}])
+
+    def draw(fig, result, table, model, size_b, gpu, n_gpus, seq_len):
+        label = _model(model, size_b).display_name
+        row = table.iloc[0]
+        plots.parallel_plans(fig, result, n_gpus,
+                             title=f"{label} on {gpus.get(gpu).name}, {seq_len:,}-token sequences\n{n_gpus} GPUs: "
+                                   f"{row['layout']}, {row['scaling efficiency']:.0%} scaling efficiency")
+
+    return Panel("3D parallelism", controls, result, draw, table, figsize=(9, 4.2))
+
+
 def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Dollars for a training run under each pricing model, with bands."""
     controls = _model_controls(model) | {
@@ -474,5 +509,5 @@ def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
     return {"training_memory": training_memory, "inference_memory": inference_memory,
             "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving,
-            "data_parallel": data_parallel, "training_cost": training_cost, "rent_or_buy": rent_or_buy,
+            "data_parallel": data_parallel, "parallelism": parallelism, "training_cost": training_cost, "rent_or_buy": rent_or_buy,
             "selector": selector, "wait_or_start": wait_or_start}
