@@ -142,37 +142,53 @@ def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: s
     return weights + gradients + optimizer + acts + memory.RUNTIME_OVERHEAD
 
 
+@cache
+def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tuple[int, ...],
+           target_sequences: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
+    """Every candidate of every count in one set of arrays, and the count each belongs to."""
+    per_count = [_candidates(n_heads, n_kv_heads, n_layers, domain, n, target_sequences) for n in counts]
+    owner = np.repeat(np.arange(len(counts)), [len(c["tp"]) for c in per_count])
+    return {k: np.concatenate([c[k] for c in per_count]) for k in per_count[0]}, owner
+
+
 def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: str, target_sequences: int,
            network: Network, calibration: Calibration) -> list[Plan | None]:
     """The best layout for each GPU count (None where no layout can use that many GPUs), all
-    candidates of all counts evaluated in one vectorised call."""
+    candidates of all counts evaluated in one vectorised call. Memory is checked first: the step
+    is timed only for layouts that fit (or, for a count where none does, its most frugal one), and
+    a full-recompute layout only where the same layout with selective recompute does not fit."""
     domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server))
-    per_count = [_candidates(model.n_heads, model.n_kv_heads, model.n_layers, domain, n, target_sequences)
-                 for n in counts]
-    sizes = [len(c["tp"]) for c in per_count]
-    if not sum(sizes):
+    c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
+    if not len(owner):
         return [None] * len(counts)
-    c = {k: np.concatenate([cc[k] for cc in per_count]) for k in per_count[0]}
     need = layout_memory(model, c, seq_len, dtype)
-    t = steptime.terms(model, g, **c, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
-    total = sum(t[k] for k in StepTime.TERMS)
     fits = need <= g.memory_bytes
+    # candidates come in (selective, full) pairs: full recompute only buys memory
+    selective_fits = np.zeros_like(fits)
+    selective_fits[1:] = fits[:-1] & (c["recompute"][:-1] == 1) & (c["recompute"][1:] == 2)
+    keep = fits & ~selective_fits
+    for k in set(range(len(counts))) - set(owner[fits]):  # nothing fits: keep the most frugal try
+        mine = np.flatnonzero(owner == k)
+        if len(mine):
+            keep[mine[np.argmin(need[mine])]] = True
+    idx = np.flatnonzero(keep)
+    kept = {k: v[idx] for k, v in c.items()}
+    t = steptime.terms(model, g, **kept, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
+    total = sum(t[k] for k in StepTime.TERMS)
     per_token, peak = flops_per_token(model, seq_len=seq_len), g.peak_flops(dtype)
-    out, start = [], 0
-    for n, size in zip(counts, sizes):
-        if not size:
+    out = []
+    for k, n in enumerate(counts):
+        mine = np.flatnonzero(owner[idx] == k)
+        if not len(mine):
             out.append(None)
             continue
-        span = slice(start, start + size)
-        start += size
-        ok = fits[span]
-        i = span.start + int(np.argmin(np.where(ok, total[span], np.inf)) if ok.any() else np.argmin(need[span]))
-        layout = Layout(**{k: int(v[i]) for k, v in c.items() if k != "recompute"},
-                        recompute=RECOMPUTE[c["recompute"][i]], seq_len=seq_len, dtype=dtype)
-        step = StepTime(**{k: float(v[i]) for k, v in t.items()}, tokens=float(layout.tokens), n_gpus=n,
+        i = mine[np.argmin(total[mine])]
+        layout = Layout(**{key: int(v[i]) for key, v in kept.items() if key != "recompute"},
+                        recompute=RECOMPUTE[kept["recompute"][i]], seq_len=seq_len, dtype=dtype)
+        step = StepTime(**{key: float(v[i]) for key, v in t.items()}, tokens=float(layout.tokens), n_gpus=n,
                         model_flops=per_token * layout.tokens, peak_flops=peak)
-        out.append(Plan(gpu=g.name, n_gpus=n, layout=layout, step=step, memory_per_gpu=float(need[i]),
-                        fits=bool(fits[i])))
+        out.append(Plan(gpu=g.name, n_gpus=n, layout=layout, step=step, memory_per_gpu=float(need[idx[i]]),
+                        fits=bool(fits[idx[i]])))
     return out
 
 
