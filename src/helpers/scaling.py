@@ -12,11 +12,11 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import comm, compute, gpus
+from . import comm, gpus, steptime
 from .gpus import GPU
 from .memory import ZERO_STAGES, as_model
 from .models import Model
-from .units import argument, check_choice, check_list, check_positive, check_result, dtype_bytes
+from .units import argument, check_choice, check_dtype, check_list, check_positive, check_result, dtype_bytes
 
 #: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``).
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -101,16 +101,21 @@ def transformer_step(model: "Model | str | float", gpu: "GPU | str", n_gpus: int
                      dtype: str = "bf16", grad_dtype: str = "bf16", gpus_per_node: int = 8,
                      network: "comm.Link | str | None" = "ib-ndr", nics_per_node: int = 8, overlap: float = 1.0,
                      zero_stage: int = 0) -> Step:
-    """A data-parallel step of a transformer: compute from the calibrated MFU (expected value,
-    no downtime), gradients of every parameter in ``grad_dtype``, servers of ``gpus_per_node``
-    GPUs joined inside by the GPU's own link (:func:`comm.gpu_link`) and across by
-    ``nics_per_node`` NICs of kind ``network``."""
+    """A data-parallel step of a transformer: the forward and backward compute of ``tokens_per_gpu``
+    tokens on one GPU from the calibrated step model (:func:`steptime.step_time`, 2048-token
+    sequences, no recompute), gradients of every parameter in ``grad_dtype``, servers of
+    ``gpus_per_node`` GPUs joined inside by the GPU's own link (:func:`comm.gpu_link`) and across
+    by ``nics_per_node`` NICs of kind ``network``."""
     g, m = gpus.get(gpu), as_model(model)
     check_positive("tokens_per_gpu", tokens_per_gpu, integer=True)
     check_positive("n_gpus", n_gpus, integer=True)
     check_positive("gpus_per_node", gpus_per_node, integer=True)
     grad_bytes = dtype_bytes(grad_dtype, "grad_dtype")
-    seconds = compute.training_time(m, tokens_per_gpu, g, 1, dtype=dtype, goodput=1.0).expected
+    check_dtype(dtype, steptime.STEP_DTYPES)
+    seq_len = min(tokens_per_gpu, 2048)
+    layout = steptime.Layout(global_batch=max(1, tokens_per_gpu // seq_len), seq_len=seq_len, zero_stage=0,
+                             recompute="none", dtype=dtype)
+    seconds = steptime.step_time(m, g, layout).compute * tokens_per_gpu / layout.tokens
     link = comm.gpu_link(g, min(n_gpus, gpus_per_node))
     return data_parallel_step(m.n_params * grad_bytes, seconds, n_gpus, link, overlap=overlap,
                               zero_stage=zero_stage, gpus_per_node=gpus_per_node, network=network,
