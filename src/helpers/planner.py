@@ -2,9 +2,9 @@
 
 For every GPU count the planner tries the layouts a practitioner would: tensor parallelism of
 1, 2, 4 or 8 that divides the heads and never leaves the NVLink domain; pipeline stages of 1 to
-64 (interleaved in 2 or 4 chunks), data parallelism for the
-rest (stages may hold unequal numbers of layers, as Llama 3 405B's did; interleaving needs at
-least pp micro-batches); ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP;
+64, interleaved in 2 or 4 chunks where there are at least as many micro-batches as stages
+(stages may hold unequal numbers of layers, as Llama 3 405B's did); data parallelism for the
+rest; ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP;
 micro-batches of 1 to 8 sequences; selective or full recompute. The global batch stays near
 the model's published batch (``data/models.csv``) or, for models without one, the
 compute-optimal batch of DeepSeek-AI 2024 (arXiv:2401.02954, Eq. 1: B = 0.292 * C^0.3271 tokens

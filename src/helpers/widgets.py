@@ -295,7 +295,7 @@ def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
         chosen = table.set_index("GPU").loc[gpus.get(gpu).name]
         _catalog_bars(fig, table, "days", gpu, "days (expected, with low-high band)",
                       f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} GPUs of each kind, {dtype}\n{gpus.get(gpu).name}: "
-                      f"{chosen['days low']:,.1f}-{chosen['days high']:,.1f} days on {chosen['layout']}"
+                      f"{chosen['days low']:,.1f}-{chosen['days high']:,.1f} days on {chosen['layout'].split(', ')[0]}"
                       f"{'' if chosen['fits'] else ' (does not fit)'}")
 
     return Panel("Training time", controls, result, draw, table, figsize=(8, 6))
