@@ -117,12 +117,7 @@ def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Lay
         total = sum(t[k] for k in steptime.StepTime.TERMS)
         fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"]) <= g.memory_bytes
         i = int(np.argmin(np.where(fits, total, np.inf))) if fits.any() else int(np.argmin(total))
-        layout = Layout(**{k: int(v[i]) for k, v in c.items() if k != "recompute"}, recompute=RECOMPUTE[c["recompute"][i]],
-                        seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"])
-        step = steptime.StepTime(**{k: float(v[i]) for k, v in t.items()}, tokens=float(layout.tokens),
-                                 n_gpus=layout.n_gpus, model_flops=flops_per_token(m, seq_len=r["seq_len"]) * layout.tokens,
-                                 peak_flops=g.peak_flops(r["dtype"]))
-        out.append((layout, step))
+        out.append(steptime.picked(m, g, c, t, i, seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"]))
     return out
 
 

@@ -23,7 +23,7 @@ import pandas as pd
 from . import _data, gpus, memory, steptime
 from .flops import CHINCHILLA_TOKENS_PER_PARAM, flops_per_token
 from .gpus import GPU
-from .memory import RECOMPUTE, as_model
+from .memory import as_model
 from .models import Model
 from .steptime import Calibration, Layout, Network, StepTime
 from .units import check_dtype, check_list, check_positive
@@ -175,7 +175,6 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     kept = {k: v[idx] for k, v in c.items()}
     t = steptime.terms(model, g, **kept, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
     total = sum(t[k] for k in StepTime.TERMS)
-    per_token, peak = flops_per_token(model, seq_len=seq_len), g.peak_flops(dtype)
     out = []
     for k, n in enumerate(counts):
         mine = np.flatnonzero(owner[idx] == k)
@@ -183,10 +182,7 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
             out.append(None)
             continue
         i = mine[np.argmin(total[mine])]
-        layout = Layout(**{key: int(v[i]) for key, v in kept.items() if key != "recompute"},
-                        recompute=RECOMPUTE[kept["recompute"][i]], seq_len=seq_len, dtype=dtype)
-        step = StepTime(**{key: float(v[i]) for key, v in t.items()}, tokens=float(layout.tokens), n_gpus=n,
-                        model_flops=per_token * layout.tokens, peak_flops=peak)
+        layout, step = steptime.picked(model, g, kept, t, i, seq_len=seq_len, dtype=dtype)
         out.append(Plan(gpu=g.name, n_gpus=n, layout=layout, step=step, memory_per_gpu=float(need[idx[i]]),
                         fits=bool(fits[idx[i]])))
     return out
