@@ -99,7 +99,8 @@ def run_time(plan: "planner.Plan", tokens: float, *, goodput: "float | Estimate 
     p = _band(goodput, efficiency("goodput", g.architecture, plan.layout.dtype), "goodput")
     low, high = calibration.band(g, plan.layout.dtype)
     steady = check_result(tokens / plan.tokens_per_second, tokens=tokens)
-    return Estimate(steady * low / p.high, steady / p.expected, steady * high / p.low)
+    return Estimate(*(check_result(steady * f / g, tokens=tokens, goodput=goodput)
+                      for f, g in ((low, p.high), (1.0, p.expected), (high, p.low))))
 
 
 def compute_dtype(gpu: GPU, dtype: str) -> str:
