@@ -1,3 +1,5 @@
+import math
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -136,8 +138,14 @@ def test_tensor_parallel_decoding_pays_per_token_all_reduces():
 
 
 def test_end_to_end_training_runs_include_goodput():
-    """A whole run's estimate divides the steady-state time by the goodput band (0.75-1.0)."""
+    """A whole run's estimate divides the steady-state time by the expected goodput (0.9), and its
+    band adds the step model's and the goodput's log-errors in quadrature, by hand: steady band
+    (l, h), goodput 0.75-1.0 around 0.9."""
     steady = compute.training_time("llama-2-7b", 1e12, "H100", 64, goodput=1.0)
     run = compute.training_time("llama-2-7b", 1e12, "H100", 64)
+    low, high = steady.low / steady.expected, steady.high / steady.expected
     assert run.expected == pytest.approx(steady.expected / 0.9)
-    assert run.high == pytest.approx(steady.high / 0.75) and run.low == pytest.approx(steady.low)
+    assert run.high / run.expected == pytest.approx(math.exp(math.hypot(math.log(high), math.log(0.9 / 0.75))))
+    assert run.low / run.expected == pytest.approx(math.exp(-math.hypot(math.log(low), math.log(0.9))))
+    # narrower than the product of the extremes, wider than either alone
+    assert high < run.high / run.expected < high / 0.75

@@ -192,8 +192,10 @@ def test_layout_checks():
         Layout(vpp=2)
     with pytest.raises(ValueError, match="recompute='some' is not supported"):
         Layout(recompute="some")
-    with pytest.raises(ValueError, match="pp \\* vpp = 80 exceeds the 40 layers"):
+    with pytest.raises(ValueError, match="vpp=2 leaves a model chunk without a layer: .*40 layers on 40 stages "
+                                         "allow at most vpp=1"):
         step(Layout(pp=40, vpp=2, global_batch=40))
+    step(Layout(pp=16, vpp=3, global_batch=48))  # uneven stages: 40 layers on 16 stages, 3 on the busiest
     with pytest.raises(ValueError, match="tp=5 must divide the 48 attention heads"):
         step(Layout(tp=5))
     with pytest.raises(ValueError, match="no 'fp8' rate"):

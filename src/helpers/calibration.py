@@ -82,7 +82,8 @@ def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
     micro = [int(row["micro_batch"])] if not pd.isna(row["micro_batch"]) else \
         [b for b in planner.MICRO_BATCHES if (gb // dp) % b == 0] or [1]
     chunks = [int(row["vpp"])] if not pd.isna(row["vpp"]) else \
-        [v for v in planner.VPP_DEGREES if pp > 1 and pp * v <= n_layers and (gb // dp // min(micro)) >= pp] or [1]
+        [v for v in planner.VPP_DEGREES
+         if pp > 1 and v <= steptime.max_vpp(n_layers, pp) and (gb // dp // min(micro)) >= pp] or [1]
     combos = [(b, v) for b in micro for v in chunks]
     fixed = {k: int(row[k]) for k in ("tp", "pp", "dp", "global_batch", "zero_stage")}
     arrays = {k: np.full(len(combos), v) for k, v in fixed.items()}
@@ -113,7 +114,8 @@ def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Lay
     out = []
     for _, r in rows.iterrows():
         g, m, c = gpus.get(r["GPU"]), r["model"], r["candidates"]
-        t = steptime.terms(m, g, **c, seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"], calibration=calibration)
+        t = steptime.terms(m, g, **c, seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"],
+                           network=steptime.network_for(g), calibration=calibration)
         total = sum(t[k] for k in steptime.StepTime.TERMS)
         fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"]) <= g.memory_bytes
         i = int(np.argmin(np.where(fits, total, np.inf))) if fits.any() else int(np.argmin(total))

@@ -7,6 +7,7 @@ efficiencies calibrated on published runs (``data/efficiency.csv``).
 """
 
 from functools import cache
+from math import exp, hypot, log
 
 from . import _data, calibration, comm, gpus, planner
 from .estimate import Estimate
@@ -92,15 +93,20 @@ def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str",
 
 def run_time(plan: "planner.Plan", tokens: float, *, goodput: "float | Estimate | None" = None) -> Estimate:
     """Wall-clock seconds to train on ``tokens`` tokens with ``plan``: tokens over its steady
-    throughput, within the out-of-sample band of :func:`calibration.band`, divided by the goodput
-    (its sourced band unless given)."""
+    throughput, divided by the expected goodput (its sourced band unless given).
+
+    The band combines two independent errors, the step model's out-of-sample band
+    (:func:`calibration.band`) and the goodput's spread, as factors whose logarithms add in
+    quadrature (root-sum-square, as independent uncertainties combine: JCGM 100:2008, the GUM,
+    Sec. 5.1.2), rather than multiplying their extremes, which no run meets at once.
+    """
     check_positive("tokens", tokens)
     g = gpus.get(plan.gpu)
     p = _band(goodput, efficiency("goodput", g.architecture, plan.layout.dtype), "goodput")
     low, high = calibration.band(g, plan.layout.dtype)
-    steady = check_result(tokens / plan.tokens_per_second, tokens=tokens)
-    return Estimate(*(check_result(steady * f / g, tokens=tokens, goodput=goodput)
-                      for f, g in ((low, p.high), (1.0, p.expected), (high, p.low))))
+    expected = check_result(tokens / plan.tokens_per_second / p.expected, tokens=tokens, goodput=goodput)
+    down, up = hypot(log(low), log(p.expected / p.high)), hypot(log(high), log(p.expected / p.low))
+    return Estimate(expected * exp(-down), expected, expected * exp(up))
 
 
 def compute_dtype(gpu: GPU, dtype: str) -> str:

@@ -32,12 +32,14 @@ from .units import check_dtype, check_list, check_positive
 DEFAULT_SEQ_LEN = 2048
 TP_DEGREES = (1, 2, 4, 8)
 PP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
-VPP_DEGREES = (1, 2, 4)
+VPP_DEGREES = (1, 2, 4, 8)
 MICRO_BATCHES = (1, 2, 4, 8)
 #: A layout may round the global batch up to a multiple of dp * micro-batch, by at most this factor.
 BATCH_SLACK = 1.25
 #: DeepSeek-AI 2024, arXiv:2401.02954, Eq. 1: optimal batch B = 0.2920 * C**0.3271 tokens.
 BATCH_COEFFICIENT, BATCH_EXPONENT = 0.2920, 0.3271
+#: Largest batch the rule is applied to, 65,000 times the largest published one (Llama 3: 16M tokens).
+MAX_BATCH_TOKENS = 2**40
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,11 @@ def batch_tokens(model: "Model | str | float", tokens: float | None = None) -> f
     if tokens is not None:
         check_positive("tokens", tokens)
     data = tokens if tokens is not None else CHINCHILLA_TOKENS_PER_PARAM * m.n_params
-    return BATCH_COEFFICIENT * (flops_per_token(m) * data) ** BATCH_EXPONENT
+    batch = BATCH_COEFFICIENT * (flops_per_token(m) * data) ** BATCH_EXPONENT
+    if batch > MAX_BATCH_TOKENS:
+        raise ValueError(f"tokens={data:.3g} is beyond what the batch rule covers: it implies {batch:.3g} tokens per "
+                         f"step, more than 2**40 (published runs use at most 16M)")
+    return batch
 
 
 @cache
@@ -119,7 +125,7 @@ def _candidates(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, n_gpu
                 gb = step * max(1, round(target_sequences / step))
                 micro_batches = gb // step
                 for vpp in VPP_DEGREES:
-                    if vpp > 1 and (pp == 1 or pp * vpp > n_layers or micro_batches < pp):
+                    if vpp > 1 and (pp == 1 or vpp > steptime.max_vpp(n_layers, pp) or micro_batches < pp):
                         continue
                     for zero in (1, 3):
                         if zero == 3 and pp > 1:

@@ -262,6 +262,13 @@ def default_calibration() -> Calibration:
     return Calibration.from_table(table[table["kind"] == "parameter"])
 
 
+def max_vpp(n_layers: int, pp: int) -> int:
+    """Most model chunks a pipeline stage can hold: the layers of the busiest stage, one per chunk
+    (stages may be uneven: Llama 3 405B put 126 layers on 16 stages, one fewer on the first and
+    last, and interleaved them; Llama Team 2024, arXiv:2407.21783, Sec. 3.3.2)."""
+    return -(-n_layers // pp)
+
+
 def grad_bytes_default(dtype: str) -> int:
     """Bytes per reduced gradient element when the layout does not say: Megatron-LM reduces bf16
     gradients in fp32 ('bfloat16 requires gradient accumulation and all-reduce to be performed in
@@ -430,8 +437,9 @@ def step_time(model: "Model | str | float", gpu: "GPU | str", layout: Layout, *,
     if not isinstance(layout, Layout):
         raise ValueError(f"layout must be a steptime.Layout, got {layout!r}")
     check_split(m, layout.tp, 1, layout.dp)
-    if layout.pp * layout.vpp > m.n_layers:
-        raise ValueError(f"pp * vpp = {layout.pp * layout.vpp} exceeds the {m.n_layers} layers of {m.display_name}")
+    if layout.vpp > max_vpp(m.n_layers, layout.pp):
+        raise ValueError(f"vpp={layout.vpp} leaves a model chunk without a layer: {m.display_name}'s {m.n_layers} "
+                         f"layers on {layout.pp} stages allow at most vpp={max_vpp(m.n_layers, layout.pp)}")
     if not g.supports(layout.dtype):
         g.peak_flops(layout.dtype)  # raises the GPU's own message
     network = network_for(g) if network is None else network
