@@ -91,3 +91,26 @@ def test_serving_cost_per_million_tokens():
     tps = compute.decode_throughput("llama-3-8b", "H100", context_len=2048)
     assert band.expected == pytest.approx(cost.price("H100") / (tps.expected * 3600) * 1e6)
     assert cost.serving_cost_per_million_tokens("llama-3-8b", "H100", batch_size=32).expected < band.expected / 10
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: cost.hourly_rate("H100", "reserved_1y", discount=1.5), r"discount must be a number in \[0, 1\), got 1.5"),
+    (lambda: cost.hourly_rate("H100", discount=0.3), "discount applies to reserved_1y, reserved_3y and spot"),
+    (lambda: cost.ownership("H100", 8, gpu_price_usd=-25000), "gpu_price_usd must be a positive number, got -25000"),
+    (lambda: cost.ownership("H100", 8, utilization="0.5"), r"utilization must be a number in \(0, 1\], got '0.5'"),
+    (lambda: cost.ownership("H100", 8, pue=0.9), r"pue must be a number in \[1, 10\], got 0.9"),
+    (lambda: cost.rent_vs_buy("H100", 8, gpu_price_usd=float("nan")), "gpu_price_usd must be a positive number, got nan"),
+    (lambda: cost.rent_vs_buy("H100", 8, years=2**53 + 1), r"years must be a number in \(0, 30\]"),
+    (lambda: cost.spot_overhead(64, interruptions_per_month=-1), r"interruptions_per_month must be a number in \[0, "),
+])
+def test_costs_refuse_nonsense(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_spot_overhead_without_interruptions_or_checkpoint_cost():
+    """No interruptions cost nothing; free checkpoints leave only the restarts: R/M with 8 instances
+    at 0.1 interruptions per instance-month, 10 minutes each: 8 * 0.1 * 10 / (730.5 * 60)."""
+    assert cost.spot_overhead(64, interruptions_per_month=0).expected == 0
+    free = cost.spot_overhead(64, interruptions_per_month=0.1, checkpoint_minutes=0, restart_minutes=10)
+    assert free.expected == pytest.approx(8 * 0.1 * 10 / (8766 / 12 * 60))

@@ -15,7 +15,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from helpers import comm, compare, compute, gpus, memory, models, planner, precision, roofline, scaling, trends
+from helpers import (claims, comm, compare, compute, cost, gpus, memory, models, planner, precision, roofline, scaling,
+                     select, trends)
 from helpers.estimate import Estimate
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -182,6 +183,55 @@ def test_grad_scaler_trace_is_clean_or_rejected(case):
 def test_comparisons_are_clean_or_rejected(wait, serve):
     clean_or_named_error(trends.wait_or_start, wait)
     clean_or_named_error(compare.serving_estimate, serve)
+
+
+PRICED = ["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S-48GB", "RTX-4090-24GB"]
+FRACTION = st.floats(0.0, 0.99)
+
+
+@FAST
+@given(spoiled(dict(gpu=st.sampled_from(PRICED), pricing=st.sampled_from(["reserved_1y", "reserved_3y", "spot"]),
+                    price_per_gpu_hour=st.floats(0.05, 100), discount=FRACTION)),
+       spoiled(dict(gpu=st.sampled_from(PRICED), n_gpus=st.integers(1, 4096), years=st.floats(0.1, 30),
+                    utilization=st.floats(0.01, 1), gpu_price_usd=st.floats(100, 1e6),
+                    electricity_usd_per_kwh=st.floats(0, 1), pue=st.floats(1, 3))),
+       spoiled(dict(n_gpus=st.integers(1, 10**5), gpus_per_instance=st.sampled_from([1, 4, 8]),
+                    interruptions_per_month=st.floats(0, 100), checkpoint_minutes=st.floats(0, 600),
+                    restart_minutes=st.floats(0, 600))))
+def test_costs_are_clean_or_rejected(rate, owned, spot):
+    clean_or_named_error(cost.hourly_rate, rate)
+    clean_or_named_error(cost.ownership, owned)
+    clean_or_named_error(cost.spot_overhead, spot)
+
+
+@settings(max_examples=25, deadline=None)
+@given(spoiled(dict(gpu=st.sampled_from(PRICED), n_gpus=st.integers(1, 512), years=st.floats(0.1, 10),
+                    utilization=st.floats(0.01, 1), price_per_gpu_hour=st.floats(0.05, 100),
+                    gpu_price_usd=st.floats(100, 1e6))))
+def test_rent_vs_buy_is_clean_or_rejected(case):
+    table = clean_or_named_error(cost.rent_vs_buy, case)
+    if table is not None:
+        assert (table[["rent (USD)", "own (USD)"]].diff().dropna() >= 0).all().all()  # cumulative costs never fall
+
+
+@settings(max_examples=20, deadline=None)
+@given(spoiled(dict(model=st.sampled_from(["llama-2-7b", "llama-2-70b"]), task=st.sampled_from(select.TASKS),
+                    tokens=st.floats(1e9, 1e13), deadline_days=st.floats(1, 1000), budget_usd=st.floats(1e3, 1e8),
+                    batch_size=st.integers(1, 64), context_len=st.integers(128, 8192), latency_ms=st.floats(1, 1000),
+                    max_gpus=st.integers(1, 4096), gpu_names=st.just(["H100-SXM5-80GB", "L40S-48GB"]))))
+def test_recommend_is_clean_or_rejected(case):
+    clean_or_named_error(select.recommend, case)
+
+
+@FAST
+@given(names=st.one_of(WILD, st.lists(st.sampled_from(gpus.names() + ["H1000", ""]), max_size=4)),
+       claim_id=st.one_of(WILD, st.sampled_from(["train-vs-infer", "x", ""])))
+def test_trends_and_claims_are_clean_or_rejected(names, claim_id):
+    clean_or_named_error(trends.generations, (dict(names=names), "names"))
+    try:
+        claims.get(claim_id)
+    except ValueError as error:
+        assert "claim" in str(error)
 
 
 # --- physics: what must grow and what must fall --------------------------------------------------

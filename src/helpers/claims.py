@@ -472,6 +472,8 @@ def table() -> pd.DataFrame:
 def get(claim_id: str) -> pd.Series:
     """One claim by id, with its checked value (computing only that claim's check)."""
     claims = _data.table("claims")
+    if not isinstance(claim_id, str):
+        raise ValueError(f"claim_id must be a claim's id (a string), got {claim_id!r}")
     rows = claims[claims["id"] == claim_id]
     if rows.empty:
         raise ValueError(f"unknown claim {claim_id!r}; known: {', '.join(claims['id'])}")

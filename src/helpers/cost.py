@@ -16,12 +16,18 @@ from . import _data, compute, gpus, memory
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
-from .units import HOUR, check_positive
+from .units import HOUR, check_positive, check_range
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
 PRICING = ("on_demand", "reserved_1y", "reserved_3y", "spot", "owned")
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12
+#: Longest horizon of an ownership calculation: hardware is written off in 3-6 years.
+MAX_YEARS = 30
+#: Allowed values of the reader's own assumptions (low, high, low end open, high end open).
+LIMITS = {"discount": (0, 1, False, True), "spot_interruptions_per_month": (0, 1e4, False, False),
+          "checkpoint_minutes": (0, 1e4, False, False), "restart_minutes": (0, 1e4, False, False),
+          "pue": (1, 10, False, False), "electricity_usd_per_kwh": (0, 100, False, False)}
 
 
 def prices() -> pd.DataFrame:
@@ -64,10 +70,19 @@ def assumption(name: str) -> Estimate:
     return Estimate(float(row["low"]), float(row["expected"]), float(row["high"]))
 
 
-def _given(value: "float | Estimate | None", name: str) -> Estimate:
+def _given(value: "float | Estimate | None", name: str, argument: str) -> Estimate:
+    """The reader's ``argument`` (a number or an Estimate, each end within :data:`LIMITS`), or the
+    sourced assumption ``name``."""
     if value is None:
         return assumption(name)
+    low, high, low_open, high_open = LIMITS["discount" if name.endswith("_discount") else name]
+    for end in (value.low, value.high) if isinstance(value, Estimate) else (value,):
+        check_range(argument, end, low, high, low_open=low_open, high_open=high_open)
     return value if isinstance(value, Estimate) else Estimate.exact(float(value))
+
+
+def _check_years(years: float) -> None:
+    check_range("years", years, 0, MAX_YEARS, low_open=True)
 
 
 def spot_overhead(n_gpus: int, *, gpus_per_instance: int = 8, interruptions_per_month: "float | Estimate | None" = None,
@@ -83,14 +98,13 @@ def spot_overhead(n_gpus: int, *, gpus_per_instance: int = 8, interruptions_per_
     check_positive("n_gpus", n_gpus, integer=True)
     check_positive("gpus_per_instance", gpus_per_instance, integer=True)
     instances = -(-n_gpus // gpus_per_instance)
-    rate = _given(interruptions_per_month, "spot_interruptions_per_month")
-    delta = _given(checkpoint_minutes, "checkpoint_minutes")
-    restart = _given(restart_minutes, "restart_minutes")
+    rate = _given(interruptions_per_month, "spot_interruptions_per_month", "interruptions_per_month")
+    delta = _given(checkpoint_minutes, "checkpoint_minutes", "checkpoint_minutes")
+    restart = _given(restart_minutes, "restart_minutes", "restart_minutes")
 
     def overhead(r: float, d: float, rr: float) -> float:
-        mtbi = HOURS_PER_MONTH * 60 / (r * instances)  # minutes between interruptions of the job
-        tau = sqrt(2 * d * mtbi)
-        return d / tau + tau / (2 * mtbi) + rr / mtbi
+        per_minute = r * instances / (HOURS_PER_MONTH * 60)  # interruptions of the job per minute, 1/M
+        return sqrt(2 * d * per_minute) + rr * per_minute  # delta/tau + tau/(2M) at the optimal tau, + R/M
 
     return Estimate(overhead(rate.low, delta.low, restart.low), overhead(rate.expected, delta.expected, restart.expected),
                     overhead(rate.high, delta.high, restart.high))
@@ -119,16 +133,17 @@ def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization:
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
-    check_positive("years", years)
-    if not 0 < utilization <= 1:
-        raise ValueError(f"utilization must be in (0, 1], got {utilization}")
+    _check_years(years)
+    check_range("utilization", utilization, 0, 1, low_open=True)
     unit = gpu_price_usd if gpu_price_usd is not None else price(g, "purchase")
     if unit is None:
         raise ValueError(f"no dated purchase price for {g.name}; pass gpu_price_usd")
+    check_positive("gpu_price_usd", unit)
     capex = n_gpus * unit / assumption("gpu_share_of_server").expected
     hours = years * HOURS_PER_YEAR * utilization
     kw = n_gpus * g.tdp_watts / 1000 * assumption("server_power_per_gpu_tdp").expected
-    tariff, p = _given(electricity_usd_per_kwh, "electricity_usd_per_kwh"), _given(pue, "pue")
+    tariff = _given(electricity_usd_per_kwh, "electricity_usd_per_kwh", "electricity_usd_per_kwh")
+    p = _given(pue, "pue", "pue")
     energy = Estimate(kw * hours * tariff.low * p.low, kw * hours * tariff.expected * p.expected,
                       kw * hours * tariff.high * p.high)
     return Ownership(capex=capex, energy=energy, gpu_hours_used=n_gpus * hours)
@@ -141,6 +156,8 @@ def hourly_rate(gpu: "GPU | str", pricing: str = "on_demand", *, price_per_gpu_h
     or yours), or the ownership cost per GPU-hour used."""
     if pricing not in PRICING:
         raise ValueError(f"pricing={pricing!r} is not supported; choose one of {', '.join(PRICING)}")
+    if discount is not None and pricing in ("on_demand", "owned"):
+        raise ValueError(f"discount applies to reserved_1y, reserved_3y and spot pricing, not pricing={pricing!r}")
     if pricing == "owned":
         return ownership(gpu, 1, **ownership_kwargs).per_gpu_hour
     base = price_per_gpu_hour if price_per_gpu_hour is not None else price(gpu, "cloud_hour")
@@ -149,7 +166,7 @@ def hourly_rate(gpu: "GPU | str", pricing: str = "on_demand", *, price_per_gpu_h
     check_positive("price_per_gpu_hour", base)
     if pricing == "on_demand":
         return Estimate.exact(base)
-    cut = _given(discount, f"{pricing}_discount")
+    cut = _given(discount, f"{pricing}_discount", "discount")
     return cut.map(lambda d: base * (1 - d))
 
 

@@ -11,7 +11,7 @@ from functools import cache
 import pandas as pd
 
 from . import _data, _lookup
-from .units import GB, GiB, TFLOPS, check_bool, check_dtype
+from .units import GB, GiB, TFLOPS, argument, check_bool, check_dtype, check_list
 
 #: dtypes with a peak rate in the catalog (int8 in TOPS, the rest in TFLOP/s).
 COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
@@ -124,6 +124,18 @@ def get(name: str) -> GPU:
     if isinstance(name, GPU):
         return name
     return _gpus()[_lookup.resolve(name, _index(), "GPU")]
+
+
+def get_all(argument_name: str, names: object) -> list[GPU]:
+    """The GPUs of a non-empty list of names; a ValueError names the argument and the bad entry."""
+    names = check_list(argument_name, names)
+    if not names:
+        raise ValueError(f"{argument_name} must name at least one GPU, got an empty list")
+    out = []
+    for i, name in enumerate(names):
+        with argument(f"{argument_name}[{i}]", name):
+            out.append(get(name))
+    return out
 
 
 def names() -> list[str]:

@@ -8,6 +8,7 @@ Activations after Korthikanti et al. 2022 (arXiv:2205.05198, Sec. 4, Eq. 1-6).
 Inference: weights by storage format plus the KV cache (Kwon et al. 2023, vLLM, arXiv:2309.06180).
 """
 
+import numbers
 from dataclasses import asdict, dataclass
 from functools import cache
 from math import ceil
@@ -68,9 +69,9 @@ def as_model(model: "Model | str | float") -> Model:
         return model
     if isinstance(model, str):
         return models.get(model)
-    if isinstance(model, (int, float)) and not isinstance(model, bool):
+    if isinstance(model, numbers.Real) and not isinstance(model, bool):  # numpy numbers too
         with argument("model", model):
-            return models.dense(model)
+            return models.dense(float(model))
     raise ValueError(f"model must be a preset name, a Model or a parameter count, got {model!r}")
 
 

@@ -114,9 +114,11 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
         raise ValueError(f"task={task!r} is not supported; choose one of {', '.join(TASKS)}")
     m = as_model(model)
     check_positive("max_gpus", max_gpus, integer=True)
-    names = gpu_names or gpus.names()
+    for name, value in (("deadline_days", deadline_days), ("budget_usd", budget_usd), ("latency_ms", latency_ms)):
+        if value is not None:
+            check_positive(name, value)
     best = []
-    for g in map(gpus.get, names):
+    for g in gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names):
         if task == "serve":
             options = [_serve_option(m, g, tp, dtype, batch_size, context_len)
                        for tp in (1, 2, 4, 8) if tp <= max_gpus and m.n_heads % tp == 0

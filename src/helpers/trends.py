@@ -5,7 +5,7 @@ import pandas as pd
 from . import compute, cost, gpus
 from .memory import as_model
 from .models import Model
-from .units import DAY, TFLOPS, argument, check_list, check_positive, check_result
+from .units import DAY, TFLOPS, argument, check_positive, check_result
 
 #: The flagship training GPU of each generation in the catalog, oldest first.
 FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72")
@@ -15,7 +15,7 @@ def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
     """Launch year, dense BF16 (FP16 on V100) and FP8 peaks, memory, bandwidth, power and
     efficiency of each GPU, with the growth over the previous row."""
     rows = []
-    for g in map(gpus.get, check_list("names", names)):
+    for g in gpus.get_all("names", names):
         half = "bf16" if g.supports("bf16") else "fp16"
         rows.append({"GPU": g.name, "year": g.launch_year, "16-bit TFLOP/s": g.peak_flops(half) / TFLOPS,
                      "FP8 TFLOP/s": g.peak_flops("fp8") / TFLOPS if g.supports("fp8") else None,

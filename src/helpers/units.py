@@ -76,6 +76,18 @@ def check_positive(name: str, value: float, *, integer: bool = False, allow_zero
     raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
+def check_range(name: str, value: float, low: float, high: float, *, low_open: bool = False,
+                high_open: bool = False) -> float:
+    """Return ``value`` if it is a finite number in the interval from ``low`` to ``high`` (ends
+    excluded where open), else raise a ValueError naming ``name``, the value and the interval."""
+    number = not isinstance(value, bool) and isinstance(value, numbers.Real)
+    if number and isfinite(value) and (low < value if low_open else low <= value) and \
+            (value < high if high_open else value <= high):
+        return value
+    interval = f"{'(' if low_open else '['}{low:g}, {high:g}{')' if high_open else ']'}"
+    raise ValueError(f"{name} must be a number in {interval}, got {value!r}")
+
+
 def check_bool(name: str, value: object) -> None:
     """Raise a ValueError unless ``value`` is True or False."""
     if not isinstance(value, bool):
