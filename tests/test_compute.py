@@ -67,7 +67,9 @@ def test_training_time_band_orders_and_scales():
     t16 = compute.training_time("llama-2-7b", 1e12, "H100", 16)
     assert t.expected / 2 < t16.expected < t.expected / 1.8  # twice the GPUs, a little communication more
     with pytest.raises(ValueError, match="no 'bf16' rate"):
-        compute.training_time("llama-2-7b", 1e12, "V100", 8)
+        compute.training_time("llama-2-7b", 1e12, "V100", 8, dtype="bf16")
+    v100 = compute.training_time("llama-2-7b", 1e12, "V100", 8)  # no dtype: fp16 where bf16 is missing
+    assert v100 == compute.training_time("llama-2-7b", 1e12, "V100", 8, dtype="fp16")
     with pytest.raises(ValueError, match="mfu is a fraction"):
         compute.training_time("llama-2-7b", 1e12, "H100", 8, mfu=40)
 

@@ -80,6 +80,32 @@ def test_set_rejects_unknown_controls(training):
         training.set(gpu="H100")
 
 
+@pytest.mark.parametrize("values, message", [
+    (dict(micro_batch_size=8, seq_len=12345), "seq_len=12345 is not an option; choose one of 256, 512"),
+    (dict(micro_batch_size=10**6), "micro_batch_size must be an integer from 1 to 64, got 1000000"),
+    (dict(micro_batch_size=2.0), "micro_batch_size must be an integer"),
+    (dict(dtype="fp4"), "dtype='fp4' is not an option"),
+])
+def test_set_is_atomic_and_never_clamps(training, values, message):
+    """Every value is checked before any is applied: a bad one changes nothing and redraws nothing."""
+    before, png = training.values(), training._png
+    with pytest.raises(ValueError, match=message):
+        training.set(**values)
+    assert training.values() == before and training._png == png
+
+
+@pytest.mark.parametrize("factory, control, values", [
+    ("data_parallel", "gpu", {"gpu": "V100-SXM2-32GB"}),  # no precision control: fp16 where bf16 is missing
+    ("wait_or_start", "now", {"now": "T4-16GB"}),
+    ("training_vs_inference", "dtype", {"dtype": "tf32"}),  # a compute mode: the KV cache stays fp32
+])
+def test_every_option_can_work(factory, control, values):
+    panel = widgets.panels()[factory]()
+    assert all(v in [o[1] if isinstance(o, tuple) else o for o in panel.controls[control].options] for v in values.values())
+    panel.set(**values)
+    assert panel.message is None and panel.result is not None
+
+
 def test_inference_panel(inference):
     inference.set(model="llama-2-70b", weight_dtype="int4", batch_size=4, context_len=8192, tp=2)
     assert inference.result == memory.inference("llama-2-70b", weight_dtype="int4", batch_size=4, context_len=8192, tp=2)

@@ -60,9 +60,11 @@ def _band(value: "float | Estimate | None", default: Estimate, name: str) -> Est
 
 
 def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str", n_gpus: int, *,
-                  dtype: str = "bf16", mfu: "float | Estimate | None" = None, goodput: "float | Estimate | None" = None,
-                  seq_len: int | None = None, recompute: str = "none") -> Estimate:
-    """Wall-clock seconds to train on ``tokens`` tokens with ``n_gpus`` GPUs.
+                  dtype: str | None = None, mfu: "float | Estimate | None" = None,
+                  goodput: "float | Estimate | None" = None, seq_len: int | None = None,
+                  recompute: str = "none") -> Estimate:
+    """Wall-clock seconds to train on ``tokens`` tokens with ``n_gpus`` GPUs in ``dtype`` (bf16
+    unless given, fp16 on GPUs without it).
 
     By default the GPUs run the fastest layout that fits (:func:`planner.plan`, sequences of
     ``seq_len`` tokens, 2048 unless given, at the model's training batch): the steady-state time is
@@ -76,7 +78,7 @@ def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str",
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
-    check_dtype(dtype, TRAINING_DTYPES)
+    dtype = planner.training_dtype(g) if dtype is None else check_dtype(dtype, TRAINING_DTYPES)
     work = training_flops(model, tokens, recompute=recompute, seq_len=seq_len)
     p = _band(goodput, efficiency("goodput", g.architecture, dtype), "goodput")
     if mfu is None:

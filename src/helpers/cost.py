@@ -171,7 +171,7 @@ def hourly_rate(gpu: "GPU | str", pricing: str = "on_demand", *, price_per_gpu_h
 
 
 def training_cost(model: "Model | str | float", tokens: float, gpu: "GPU | str", n_gpus: int, *,
-                  pricing: str = "on_demand", dtype: str = "bf16", seq_len: int | None = None,
+                  pricing: str = "on_demand", dtype: str | None = None, seq_len: int | None = None,
                   price_per_gpu_hour: float | None = None, discount: "float | Estimate | None" = None,
                   **ownership_kwargs) -> Estimate:
     """US dollars for a training run: GPU-hours (:func:`compute.training_time`, with its MFU and

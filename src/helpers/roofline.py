@@ -84,7 +84,7 @@ def workloads(model: "Model | str | float", *, seq_len: int = 2048, micro_batch_
               training_intensity(m, micro_batch_size * seq_len, dtype),
               f"prefill ({seq_len:,}-token prompt)": prefill_intensity(m, seq_len, 1, dtype)}
     for b in decode_batches:
-        points[f"decode, batch {b}"] = decode_intensity(m, b, seq_len, dtype, dtype)
+        points[f"decode, batch {b}"] = decode_intensity(m, b, seq_len, dtype, "fp32" if dtype == "tf32" else dtype)
     return points
 
 

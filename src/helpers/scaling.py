@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import comm, gpus, steptime
+from . import comm, gpus, planner, steptime
 from .gpus import GPU
 from .memory import ZERO_STAGES, as_model
 from .models import Model
@@ -98,12 +98,12 @@ def data_parallel_step(gradient_bytes: float, compute_seconds: float, n_gpus: in
 
 
 def transformer_step(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, *, tokens_per_gpu: int = 16384,
-                     dtype: str = "bf16", grad_dtype: str = "bf16", gpus_per_node: int = 8,
+                     dtype: str | None = None, grad_dtype: str = "bf16", gpus_per_node: int = 8,
                      network: "comm.Link | str | None" = "ib-ndr", nics_per_node: int = 8, overlap: float = 1.0,
                      zero_stage: int = 0) -> Step:
     """A data-parallel step of a transformer: the forward and backward compute of ``tokens_per_gpu``
     tokens on one GPU from the calibrated step model (:func:`steptime.step_time`, 2048-token
-    sequences, no recompute), gradients of every parameter in ``grad_dtype``, servers of
+    sequences, no recompute, in ``dtype``: bf16 unless given, fp16 on GPUs without it), gradients of every parameter in ``grad_dtype``, servers of
     ``gpus_per_node`` GPUs joined inside by the GPU's own link (:func:`comm.gpu_link`) and across
     by ``nics_per_node`` NICs of kind ``network``."""
     g, m = gpus.get(gpu), as_model(model)
@@ -111,7 +111,7 @@ def transformer_step(model: "Model | str | float", gpu: "GPU | str", n_gpus: int
     check_positive("n_gpus", n_gpus, integer=True)
     check_positive("gpus_per_node", gpus_per_node, integer=True)
     grad_bytes = dtype_bytes(grad_dtype, "grad_dtype")
-    check_dtype(dtype, steptime.STEP_DTYPES)
+    dtype = planner.training_dtype(g) if dtype is None else check_dtype(dtype, steptime.STEP_DTYPES)
     seq_len = min(tokens_per_gpu, 2048)
     layout = steptime.Layout(global_batch=max(1, tokens_per_gpu // seq_len), seq_len=seq_len, zero_stage=0,
                              recompute="none", dtype=dtype)

@@ -25,6 +25,21 @@ SEQ_LENS = tuple(2**k for k in range(8, 18))
 GPU_COUNTS = tuple(2**k for k in range(11))
 
 
+def _check_control(name: str, control: w.ValueWidget, value: Any) -> None:
+    """Raise a ValueError unless ``control`` can take ``value`` as it is (sliders would clamp it,
+    dropdowns refuse it with a traitlets error)."""
+    if isinstance(control, (w.Dropdown, w.SelectionSlider)):
+        allowed = [o[1] if isinstance(o, tuple) else o for o in control.options]
+        if not any(value == a and isinstance(value, bool) == isinstance(a, bool) for a in allowed):
+            raise ValueError(f"{name}={value!r} is not an option; choose one of {', '.join(map(repr, allowed))}")
+        return
+    integer = isinstance(control, w.IntSlider)
+    kinds = (int,) if integer else (int, float)
+    if isinstance(value, bool) or not isinstance(value, kinds) or not control.min <= value <= control.max:
+        raise ValueError(f"{name} must be {'an integer' if integer else 'a number'} from {control.min:g} to "
+                         f"{control.max:g}, got {value!r}")
+
+
 class Panel(w.VBox):
     """Controls, a message line and an output area holding a figure and a table."""
 
@@ -57,10 +72,14 @@ class Panel(w.VBox):
         return {name: control.value for name, control in self.controls.items()}
 
     def set(self, **values: Any) -> "Panel":
-        """Set controls by name, then recompute and redraw once."""
+        """Set controls by name, then recompute and redraw once. All values are checked first: a
+        ValueError names the first control a value does not suit and what it allows, and then no
+        control changes."""
         unknown = set(values) - set(self.controls)
         if unknown:
             raise ValueError(f"unknown control(s) {sorted(unknown)}; this panel has {list(self.controls)}")
+        for name, value in values.items():
+            _check_control(name, self.controls[name], value)
         self._holding = True
         try:
             for name, value in values.items():
