@@ -78,7 +78,7 @@ def training_time(model: "Model | str | float", tokens: float, gpu: "GPU | str",
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
-    dtype = planner.training_dtype(g) if dtype is None else check_dtype(dtype, TRAINING_DTYPES)
+    dtype = planner.training_dtype(g, dtype)
     work = training_flops(model, tokens, recompute=recompute, seq_len=seq_len)
     p = _band(goodput, efficiency("goodput", g.architecture, dtype), "goodput")
     if mfu is None:

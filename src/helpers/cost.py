@@ -24,8 +24,8 @@ HOURS_PER_YEAR = 8766.0  # 365.25 days
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12
 #: Longest horizon of an ownership calculation: hardware is written off in 3-6 years.
 MAX_YEARS = 30
-#: Allowed values of the reader's own assumptions (low, high, low end open, high end open).
-LIMITS = {"discount": (0, 1, False, True), "spot_interruptions_per_month": (0, 1e4, False, False),
+#: Allowed values of the reader's own assumptions, by argument (low, high, low end open, high end open).
+LIMITS = {"discount": (0, 1, False, True), "interruptions_per_month": (0, 1e4, False, False),
           "checkpoint_minutes": (0, 1e4, False, False), "restart_minutes": (0, 1e4, False, False),
           "pue": (1, 10, False, False), "electricity_usd_per_kwh": (0, 100, False, False)}
 
@@ -75,14 +75,10 @@ def _given(value: "float | Estimate | None", name: str, argument: str) -> Estima
     sourced assumption ``name``."""
     if value is None:
         return assumption(name)
-    low, high, low_open, high_open = LIMITS["discount" if name.endswith("_discount") else name]
+    low, high, low_open, high_open = LIMITS[argument]
     for end in (value.low, value.high) if isinstance(value, Estimate) else (value,):
         check_range(argument, end, low, high, low_open=low_open, high_open=high_open)
     return value if isinstance(value, Estimate) else Estimate.exact(float(value))
-
-
-def _check_years(years: float) -> None:
-    check_range("years", years, 0, MAX_YEARS, low_open=True)
 
 
 def spot_overhead(n_gpus: int, *, gpus_per_instance: int = 8, interruptions_per_month: "float | Estimate | None" = None,
@@ -133,7 +129,7 @@ def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization:
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
-    _check_years(years)
+    check_range("years", years, 0, MAX_YEARS, low_open=True)
     check_range("utilization", utilization, 0, 1, low_open=True)
     unit = gpu_price_usd if gpu_price_usd is not None else price(g, "purchase")
     if unit is None:

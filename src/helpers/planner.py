@@ -38,7 +38,7 @@ MICRO_BATCHES = (1, 2, 4, 8)
 BATCH_SLACK = 1.25
 #: DeepSeek-AI 2024, arXiv:2401.02954, Eq. 1: optimal batch B = 0.2920 * C**0.3271 tokens.
 BATCH_COEFFICIENT, BATCH_EXPONENT = 0.2920, 0.3271
-#: Largest batch the rule is applied to, 65,000 times the largest published one (Llama 3: 16M tokens).
+#: Largest batch the rule is applied to, far beyond any published one.
 MAX_BATCH_TOKENS = 2**40
 
 
@@ -90,7 +90,8 @@ def batch_tokens(model: "Model | str | float", tokens: float | None = None) -> f
     batch = BATCH_COEFFICIENT * (flops_per_token(m) * data) ** BATCH_EXPONENT
     if batch > MAX_BATCH_TOKENS:
         raise ValueError(f"tokens={data:.3g} is beyond what the batch rule covers: it implies {batch:.3g} tokens per "
-                         f"step, more than 2**40 (published runs use at most 16M)")
+                         f"step, more than {MAX_BATCH_TOKENS:.3g} (published runs use at most "
+                         f"{max(_published_batches().values()):.3g})")
     return batch
 
 
@@ -101,8 +102,11 @@ def _published_batches() -> dict[str, float]:
             if not pd.isna(row["train_batch_tokens"])}
 
 
-def training_dtype(gpu: GPU) -> str:
-    """BF16, or FP16 on GPUs without it (V100, T4)."""
+def training_dtype(gpu: GPU, dtype: str | None = None) -> str:
+    """``dtype`` if given (one of :data:`steptime.STEP_DTYPES`), else BF16, or FP16 on GPUs
+    without it (V100, T4)."""
+    if dtype is not None:
+        return check_dtype(dtype, steptime.STEP_DTYPES)
     return "bf16" if gpu.supports("bf16") else "fp16"
 
 
@@ -203,7 +207,7 @@ def plans(model: "Model | str | float", gpu: "GPU | str", counts: tuple[int, ...
     for i, n in enumerate(counts):
         check_positive(f"counts[{i}]", n, integer=True)
     check_positive("seq_len", seq_len, integer=True)
-    dtype = training_dtype(g) if dtype is None else check_dtype(dtype, steptime.STEP_DTYPES)
+    dtype = training_dtype(g, dtype)
     g.peak_flops(dtype)  # a clear error for a dtype the GPU lacks
     target = batch_tokens(m, tokens) if global_batch_tokens is None else global_batch_tokens
     check_positive("global_batch_tokens", target)

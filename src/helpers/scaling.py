@@ -16,7 +16,7 @@ from . import comm, gpus, planner, steptime
 from .gpus import GPU
 from .memory import ZERO_STAGES, as_model
 from .models import Model
-from .units import argument, check_choice, check_dtype, check_list, check_positive, check_result, dtype_bytes
+from .units import argument, check_choice, check_list, check_positive, check_result, dtype_bytes
 
 #: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``).
 DDP_BUCKET_BYTES = 25 * 2**20
@@ -103,15 +103,15 @@ def transformer_step(model: "Model | str | float", gpu: "GPU | str", n_gpus: int
                      zero_stage: int = 0) -> Step:
     """A data-parallel step of a transformer: the forward and backward compute of ``tokens_per_gpu``
     tokens on one GPU from the calibrated step model (:func:`steptime.step_time`, 2048-token
-    sequences, no recompute, in ``dtype``: bf16 unless given, fp16 on GPUs without it), gradients of every parameter in ``grad_dtype``, servers of
-    ``gpus_per_node`` GPUs joined inside by the GPU's own link (:func:`comm.gpu_link`) and across
-    by ``nics_per_node`` NICs of kind ``network``."""
+    sequences, no recompute, in ``dtype``: bf16 unless given, fp16 on GPUs without it), gradients
+    of every parameter in ``grad_dtype``, servers of ``gpus_per_node`` GPUs joined inside by the
+    GPU's own link (:func:`comm.gpu_link`) and across by ``nics_per_node`` NICs of kind ``network``."""
     g, m = gpus.get(gpu), as_model(model)
     check_positive("tokens_per_gpu", tokens_per_gpu, integer=True)
     check_positive("n_gpus", n_gpus, integer=True)
     check_positive("gpus_per_node", gpus_per_node, integer=True)
     grad_bytes = dtype_bytes(grad_dtype, "grad_dtype")
-    dtype = planner.training_dtype(g) if dtype is None else check_dtype(dtype, steptime.STEP_DTYPES)
+    dtype = planner.training_dtype(g, dtype)
     seq_len = min(tokens_per_gpu, 2048)
     layout = steptime.Layout(global_batch=max(1, tokens_per_gpu // seq_len), seq_len=seq_len, zero_stage=0,
                              recompute="none", dtype=dtype)
