@@ -5,7 +5,7 @@ import io
 import numpy as np
 import pytest
 
-from helpers import _data, calibration, validation
+from helpers import _data, calibration, gpus, models, planner, steptime, validation
 
 
 @pytest.fixture(scope="module")
@@ -66,3 +66,33 @@ def test_fitted_parameters_are_physical():
     for key, value in cal.gemm_efficiency:
         assert 0.4 <= value <= 0.95, key
     assert 0 <= cal.elementwise_passes <= 10 and 0 <= cal.overlap_efficiency <= 1
+
+
+def test_the_planner_finds_the_layouts_the_publications_ran():
+    """Llama 3.1 405B on 16,384 H100s: TP 8, PP 16 interleaved, DP 128, no activation checkpointing at 8K
+    (arXiv:2407.21783, Table 4 and Sec. 3.3.2); it fits only with 7 layers on the first stage and FlashAttention.
+    TinyLlama on 16 A100-40GB: plain data parallelism, 16k tokens per GPU, no activation checkpointing (README)."""
+    p = planner.plan("llama-3.1-405b", "H100", 16384, seq_len=8192, tokens=15.6e12)
+    assert (p.layout.tp, p.layout.pp, p.layout.dp, p.layout.recompute) == (8, 16, 128, "none") and p.layout.vpp > 1
+    assert p.fits and p.layout.global_batch == 2048
+    t = planner.plan("tinyllama-1.1b", "A100 40GB", 16, seq_len=2048, tokens=300e9).layout
+    assert (t.tp, t.pp, t.dp, t.recompute) == (1, 1, 16, "none")
+    readme = steptime.Layout(dp=16, micro_batch=8, global_batch=1024, seq_len=2048, recompute="none")
+    assert planner.layout_bytes(models.get("tinyllama-1.1b"), readme) <= gpus.get("A100 40GB").memory_bytes
+
+
+def test_whole_runs_against_published_gpu_hours(runs):
+    """GPU-hours of whole runs (the published layout where there is one, else the planner's; the goodput
+    band) against the published ones: median |error| within 20 %, bands no wider than 2x; BLOOM, timed on
+    its published layout (arXiv:2211.05100), within 5 %; a throughput-derived figure is predicted without
+    downtime."""
+    whole = runs[runs["end to end"]]
+    assert whole["family"].nunique() >= 6 and whole["time error"].abs().median() <= 0.2
+    assert (whole["band high"] / whole["band low"]).max() <= 2
+    bloom = whole[whole["run"] == "BLOOM 176B pre-training"].iloc[0]
+    assert bloom["layout"].startswith("TP 4 x PP 12 x DP 8") and abs(bloom["time error"]) <= 0.05
+    table = _data.table("training_runs").set_index("id")
+    tiny = whole[whole["id"] == "M049"].iloc[0]
+    assert table.loc["M049", "gpu_hours_basis"] == "throughput"
+    plan = planner.plan("tinyllama-1.1b", "A100 40GB", 16, seq_len=2048, tokens=300e9)
+    assert tiny["predicted"] == pytest.approx(300e9 / plan.tokens_per_second * 16 / 3600)

@@ -17,14 +17,33 @@ def test_zero_paper_figure_1(stage, published_gb):
 
 
 def test_korthikanti_activations_per_layer_gpt3():
-    """Korthikanti et al. 2022, Eq. 1 for GPT-3 175B (a=96, h=12288, s=2048, b=1): sbh(34 + 5as/h)."""
+    """Korthikanti et al. 2022, Eq. 1 for GPT-3 175B (a=96, h=12288, s=2048, b=1): sbh(34 + 5as/h),
+    with their setup: dropout, no FlashAttention; Eq. 4 without sequence parallelism."""
     gpt3 = models.get("gpt3-175b")
     s, b, h, a = 2048, 1, 12288, 96
     expected = s * b * h * (34 + 5 * a * s / h)
-    assert memory.activations_per_layer(gpt3, b, s) == pytest.approx(expected)
-    assert memory.activations_per_layer(gpt3, b, s, recompute="selective") == pytest.approx(34 * s * b * h)
-    assert memory.activations_per_layer(gpt3, b, s, recompute="full") == pytest.approx(2 * s * b * h)
-    assert memory.activations_per_layer(gpt3, b, s, tp=8) == pytest.approx(expected / 8)
+    paper = dict(dropout=True, flash_attention=False)
+    assert memory.activations_per_layer(gpt3, b, s, **paper) == pytest.approx(expected)
+    assert memory.activations_per_layer(gpt3, b, s, recompute="selective", **paper) == pytest.approx(34 * s * b * h)
+    assert memory.activations_per_layer(gpt3, b, s, recompute="full", **paper) == pytest.approx(2 * s * b * h)
+    assert memory.activations_per_layer(gpt3, b, s, tp=8, **paper) == pytest.approx(expected / 8)
+    no_sp = memory.layer_activation_bytes(gpt3, b, s, 0, 8, 2, sequence_parallel=False)
+    assert no_sp == pytest.approx(s * b * h * (10 + 24 / 8 + 5 * a * s / (h * 8)))  # Eq. 4
+
+
+def test_llama_layer_activations_by_hand():
+    """Llama 3.1 405B, one layer at 8192 tokens, TP 8 with sequence parallelism, FlashAttention, no
+    dropout: norms 2+2, QKV and MLP inputs 2+2, Q 2, K and V 2*2*(8/128), attention output 2,
+    SwiGLU input 2*2*f/h, second MLP input 2*f/h (bytes per token and unit of width), plus the fp32
+    log-sum-exp of 128 heads."""
+    m = models.get("llama-3.1-405b")
+    s, h, f = 8192, 16384, 53248
+    per = 4 + 4 + 2 + 4 * 8 / 128 + 2 + 4 * f / h + 2 * f / h
+    expected = (s * h * per + 4 * 128 * s) / 8
+    assert memory.activations_per_layer(m, 1, s, tp=8) == pytest.approx(expected)
+    assert memory.activations_per_layer(m, 1, s, tp=8, recompute="selective") == pytest.approx(expected)
+    with_scores = memory.activations_per_layer(m, 1, s, tp=8, flash_attention=False)
+    assert with_scores == pytest.approx(expected + (2 * 128 * s * s - 4 * 128 * s) / 8)
 
 
 def test_opt13b_kv_cache():

@@ -45,22 +45,26 @@ def test_full_recompute_adds_one_forward_of_every_layer():
 
 def test_unfused_attention_computes_the_whole_score_matrix_and_streams_it():
     """Without FlashAttention the kernels compute all s^2 scores (4 b s^2 d forward, 2x backward) and stream
-    the a s^2 b score matrix, 13 bytes per score forward (written by QK^T, read and written by softmax,
-    read by dropout, which writes mask and output, read by the product with V), twice that backward."""
-    fused = step(Layout(global_batch=1, seq_len=2048, zero_stage=0))
-    unfused = step(Layout(global_batch=1, seq_len=2048, zero_stage=0, flash_attention=False))
-    flops = GPT.n_layers * (4 * 3 - 7) * 2048 * 2048 * GPT.d_model / (312e12 * 0.8)
-    traffic = GPT.n_layers * 3 * 13 * GPT.n_heads * 2048**2 / A100.memory_bandwidth
-    assert unfused.compute - fused.compute == pytest.approx(flops + traffic, rel=1e-9)
+    the a s^2 b score matrix, 8 bytes per score forward (written by QK^T, read and written by softmax, read
+    by the product with V), 13 with dropout (which reads it and writes mask and output), twice that backward."""
+    for dropout, per_score in ((False, 8), (True, 13)):
+        fused = step(Layout(global_batch=1, seq_len=2048, zero_stage=0, dropout=dropout))
+        unfused = step(Layout(global_batch=1, seq_len=2048, zero_stage=0, flash_attention=False, dropout=dropout))
+        flops = GPT.n_layers * (4 * 3 - 7) * 2048 * 2048 * GPT.d_model / (312e12 * 0.8)
+        traffic = GPT.n_layers * 3 * per_score * GPT.n_heads * 2048**2 / A100.memory_bandwidth
+        assert unfused.compute - fused.compute == pytest.approx(flops + traffic, rel=1e-9)
 
 
 def test_elementwise_kernels_stream_the_stored_activations_a_calibrated_number_of_times():
-    """Korthikanti et al. 2022, Eq. 1: 34 s b h bytes per layer besides the scores; each of the calibrated
-    passes reads them once forward and twice backward. The logits stream 4 s b (h + V) bytes (their Eq. 6)."""
+    """Korthikanti et al. 2022, Eq. 1: 34 s b h bytes per layer besides the scores with dropout (two 1-byte
+    masks fewer without); each of the calibrated passes reads them once forward and twice backward. The
+    logits stream 4 s b (h + V) bytes (their Eq. 6)."""
     two = replace(CAL, elementwise_passes=2.0)
-    a, b = step(Layout(global_batch=1, seq_len=2048, zero_stage=0), calibration=two), step(Layout(global_batch=1, seq_len=2048, zero_stage=0))
-    stored = GPT.n_layers * 2048 * GPT.d_model * 34 + 4 * 2048 * (GPT.d_model + 51200)
-    assert a.compute - b.compute == pytest.approx(3 * 2 * stored / A100.memory_bandwidth, rel=1e-9)
+    for dropout, per_token in ((True, 34), (False, 32)):
+        lay = Layout(global_batch=1, seq_len=2048, zero_stage=0, dropout=dropout)
+        a, b = step(lay, calibration=two), step(lay)
+        stored = GPT.n_layers * 2048 * GPT.d_model * per_token + 4 * 2048 * (GPT.d_model + 51200)
+        assert a.compute - b.compute == pytest.approx(3 * 2 * stored / A100.memory_bandwidth, rel=1e-9)
 
 
 def test_tensor_parallel_is_four_all_reduces_per_layer_on_nvlink():

@@ -70,7 +70,7 @@ def published_throughput(row: pd.Series) -> float:
     return float(row["mfu"]) * gpus.get(row["gpu"]).peak_flops(row["dtype"]) / flops_per_token(m, seq_len=s)
 
 
-FLAGS = ("sequence_parallel", "flash_attention", "overlap", "tp_overlap")
+FLAGS = ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap")
 
 
 def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
@@ -93,20 +93,23 @@ def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
     return arrays
 
 
+def layout_row(row: pd.Series) -> dict:
+    """What the step model needs of a row that states its layout: id, run, family, split, GPU,
+    dtype, GPUs, source, model, sequence length, layout candidates and flags."""
+    m = run_model(row)
+    return {"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
+            "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"]),
+            "model": m, "seq_len": int(row["seq_len"]), "candidates": candidates(row, m.n_layers),
+            "flags": {k: bool(row[k]) for k in FLAGS}, "source": row["source"]}
+
+
 @cache
 def runs() -> pd.DataFrame:
-    """The steady-state rows that state a layout: id, run, family, split, GPU, dtype, GPUs,
-    published tokens/s per GPU, and what the step model needs (model, layout candidates, flags)."""
+    """The steady-state rows that state a layout (:func:`layout_row`), with their published
+    tokens/s per GPU."""
     table = _data.table("training_runs")
-    rows = []
-    for _, row in table[table["tp"].notna() & table["gpu_hours"].isna()].iterrows():
-        m = run_model(row)
-        rows.append({"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
-                     "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"]),
-                     "published": published_throughput(row), "model": m, "seq_len": int(row["seq_len"]),
-                     "candidates": candidates(row, m.n_layers), "flags": {k: bool(row[k]) for k in FLAGS},
-                     "source": row["source"]})
-    return pd.DataFrame(rows)
+    steady = table[table["tp"].notna() & table["gpu_hours"].isna()]
+    return pd.DataFrame([{**layout_row(row), "published": published_throughput(row)} for _, row in steady.iterrows()])
 
 
 def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Layout, steptime.StepTime]]:
@@ -117,7 +120,8 @@ def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Lay
         t = steptime.terms(m, g, **c, seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"],
                            network=steptime.network_for(g), calibration=calibration)
         total = sum(t[k] for k in steptime.StepTime.TERMS)
-        fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"]) <= g.memory_bytes
+        flags = {k: r["flags"][k] for k in ("flash_attention", "sequence_parallel", "dropout")}
+        fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"], **flags) <= g.memory_bytes
         i = int(np.argmin(np.where(fits, total, np.inf))) if fits.any() else int(np.argmin(total))
         out.append(steptime.picked(m, g, c, t, i, seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"]))
     return out

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass
 from functools import cache
 from math import ceil
 
+import numpy as np
 import pandas as pd
 
 from . import gpus, models
@@ -173,46 +174,79 @@ def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
 
 # --- activations --------------------------------------------------------------------------
 
-def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, tp, element: float):
+def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, tp, element: float, *,
+                           flash_attention: bool = False, sequence_parallel: bool = True, dropout: bool = True):
     """:func:`activations_per_layer` without checks, on numbers or numpy arrays; ``recompute``
     is an index into :data:`RECOMPUTE` (0 none, 1 selective, 2 full), ``element`` bytes per value."""
     s, b, h, a = seq_len, micro_batch_size, model.d_model, model.n_heads
-    kept = s * b * h * (16 * element + 2) + (recompute == 0) * a * s * s * b * (2 * element + 1)
-    return (kept * (recompute != 2) + element * s * b * h * (recompute == 2)) / tp
+    tokens, e = s * b, element
+    mlp = model.d_ff * model.experts_per_token / h  # MLP width per token, in units of h
+    # Replicated over the tensor-parallel group unless the sequence is split: the two norm inputs,
+    # the inputs of the QKV and first MLP products, and one dropout mask after attention and one after the MLP.
+    replicated = tokens * h * (4 * e + 2 * dropout)
+    # Split over the group: Q, K and V (K and V at the KV width), the attention output, the MLP's
+    # activation input (two halves for SwiGLU) and the second product's input.
+    split = tokens * h * e * (1 + 2 * model.kv_dim / h + 1 + mlp * (2 if model.mlp == "swiglu" else 1) + mlp)
+    # The a*s^2 scores: softmax output, plus dropout mask and output; FlashAttention keeps only the
+    # fp32 log-sum-exp per head and token (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1).
+    scores = a * s * s * b * (e + dropout * (1 + e))
+    attention = np.where(flash_attention, 4 * a * tokens, np.where(recompute == 0, scores, 0))
+    kept = replicated / np.where(sequence_parallel, tp, 1) + (split + attention) / tp
+    return np.where(recompute == 2, e * tokens * h / tp, kept)
 
 
 def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
-                          tp: int = 1, dtype: str = "bf16") -> float:
+                          tp: int = 1, dtype: str = "bf16", flash_attention: bool = True,
+                          dropout: bool = False) -> float:
     """Activation bytes one transformer layer keeps for the backward pass.
 
-    Korthikanti et al. 2022, Eq. 1: s*b*h*(34 + 5*a*s/h) with 16-bit activations and 1-byte
-    dropout masks; written here per element size e as s*b*h*(16e + 2) + a*s^2*b*(2e + 1)
-    (e = 2 gives the paper's formula). Selective recompute drops the a*s^2*b term (Sec. 5),
-    full recompute keeps only the layer input, e*s*b*h (Sec. 4.3). With tp > 1 everything is
-    divided by tp (tensor plus sequence parallelism, Eq. 5).
+    Korthikanti et al. 2022, Eq. 1 (arXiv:2205.05198), counted from the layer's own shapes: for
+    GPT (multi-head attention, a 4h GELU MLP, dropout, no FlashAttention) it is their
+    s*b*h*(34 + 5*a*s/h) with 16-bit values and 1-byte dropout masks. Grouped-query attention
+    shrinks K and V to the KV width, a SwiGLU MLP keeps both halves of its d_ff-wide input, and
+    without dropout the masks and the dropped-out copy of the scores go. FlashAttention never
+    stores the a*s^2 score matrix (it recomputes it in the backward pass, keeping an fp32 log-sum-exp
+    per head and token); without it, selective recompute drops the scores instead (Sec. 5). Full
+    recompute keeps only the layer input, e*s*b*h (Sec. 4.3). With tp > 1 everything is divided by
+    tp (tensor plus sequence parallelism, Eq. 5). ``dropout``: Megatron-LM's GPT defaults and OPT
+    train with it; Llama, Mistral, Qwen, Falcon, MPT and BLOOM pre-train without.
     """
     model = as_model(model)
     check_choice("recompute", recompute, RECOMPUTE)
     check_dtype(dtype, TRAIN_DTYPES)
     check_positive("micro_batch_size", micro_batch_size, integer=True)
     check_positive("seq_len", seq_len, integer=True)
+    check_bool("flash_attention", flash_attention)
+    check_bool("dropout", dropout)
     check_split(model, tp)
     return float(layer_activation_bytes(model, micro_batch_size, seq_len, RECOMPUTE.index(recompute), tp,
-                                        4 if dtype in ("fp32", "tf32") else 2))
+                                        4 if dtype in ("fp32", "tf32") else 2, flash_attention=flash_attention,
+                                        dropout=dropout))
+
+
+def first_stage_layers(n_layers, pp):
+    """Layers on the first pipeline stage: the smaller share when they do not split evenly, as
+    Llama 3 405B ran 126 layers on 16 stages with one fewer on the first (arXiv:2407.21783,
+    Sec. 3.3.2), since that stage holds the most activations. Numbers or numpy arrays."""
+    return n_layers // pp
 
 
 def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
-                tp: int = 1, dtype: str = "bf16") -> float:
-    """Activation bytes per GPU: all layers plus embeddings, final norm and fp32 logits.
+                tp: int = 1, pp: int = 1, dtype: str = "bf16", flash_attention: bool = True,
+                dropout: bool = False) -> float:
+    """Activation bytes per GPU: the layers of the first pipeline stage (:func:`activations_per_layer`)
+    plus embeddings, final norm and fp32 logits.
 
-    With 1F1B pipeline parallelism the first stage holds pp micro-batches of L/pp layers,
-    i.e. L layers' worth whatever pp is (Korthikanti et al. 2022, Sec. 4.2.3). The
-    embedding/logit term is 4*s*b*h*(1 + v/h)/tp (their Eq. 6).
+    With 1F1B pipeline parallelism the first stage holds pp micro-batches of its layers, i.e. L
+    layers' worth when pp divides L (Korthikanti et al. 2022, Sec. 4.2.3; :func:`first_stage_layers`).
+    The embedding/logit term is 4*s*b*h*(1 + v/h)/tp (their Eq. 6).
     """
     model = as_model(model)
-    layers = model.n_layers * activations_per_layer(model, micro_batch_size, seq_len,
-                                                    recompute=recompute, tp=tp, dtype=dtype)
-    return layers + logit_activation_bytes(model, micro_batch_size, seq_len, tp)
+    check_split(model, tp, pp)
+    per_layer = activations_per_layer(model, micro_batch_size, seq_len, recompute=recompute, tp=tp, dtype=dtype,
+                                      flash_attention=flash_attention, dropout=dropout)
+    return pp * first_stage_layers(model.n_layers, pp) * per_layer + \
+        logit_activation_bytes(model, micro_batch_size, seq_len, tp)
 
 
 def logit_activation_bytes(model: Model, micro_batch_size, seq_len, tp):
@@ -239,7 +273,8 @@ def shard(states: tuple[float, float, float], tp, pp, dp, zero_stage):
 def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: str = "adamw",
              micro_batch_size: int = 1, seq_len: int = 2048, recompute: str = "none",
              zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, method: str = "full",
-             master_weights: bool = True, lora_rank: int = 16) -> MemoryBreakdown:
+             master_weights: bool = True, lora_rank: int = 16, flash_attention: bool = True,
+             dropout: bool = False) -> MemoryBreakdown:
     """Peak training memory per GPU.
 
     ``dtype`` is the compute dtype: fp16/bf16 mean mixed precision with fp32 master weights
@@ -248,6 +283,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     ``"qlora"`` stores the frozen base in NF4. Model states are split over tp*pp and, by
     ZeRO stage, over dp. ZeRO stages 2 and 3 do not combine with pipeline parallelism (DeepSpeed:
     "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py).
+    Activations as :func:`activations`: FlashAttention and no dropout unless told otherwise.
     """
     m = as_model(model)
     check_dtype(dtype, TRAIN_DTYPES)
@@ -266,7 +302,8 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
                                                 tp, pp, dp, zero_stage)
     return MemoryBreakdown(
         weights=weights, gradients=gradients, optimizer=optimizer_bytes,
-        activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, dtype=dtype),
+        activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, pp=pp, dtype=dtype,
+                                flash_attention=flash_attention, dropout=dropout),
         overhead=RUNTIME_OVERHEAD,
     )
 

@@ -2,15 +2,18 @@
 
 For every GPU count the planner tries the layouts a practitioner would: tensor parallelism of
 1, 2, 4 or 8 that divides the heads and never leaves the NVLink domain; pipeline stages of 1 to
-64, interleaved in 2 or 4 chunks where there are at least as many micro-batches as stages
+64, interleaved in 2 to 8 chunks where there are at least as many micro-batches as stages
 (stages may hold unequal numbers of layers, as Llama 3 405B's did); data parallelism for the
 rest; ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP;
-micro-batches of 1 to 8 sequences; selective or full recompute. The global batch stays near
+micro-batches of 1 to 8 sequences; FlashAttention, with no recompute or full recompute (with
+FlashAttention, selective recompute has nothing left to recompute). The global batch stays near
 the model's published batch (``data/models.csv``) or, for models without one, the
 compute-optimal batch of DeepSeek-AI 2024 (arXiv:2401.02954, Eq. 1: B = 0.292 * C^0.3271 tokens
-for C FLOPs), whatever the GPU count: a layout whose data-parallel replicas would need a larger
-batch is not tried. Of the layouts that fit in memory (:mod:`memory`, FP8 sized as BF16) the
-one with the shortest step (:func:`steptime.terms`) wins.
+for C FLOPs), whatever the GPU count: the multiples of dp * micro-batch on either side of it
+within a factor :data:`BATCH_SLACK` are tried (the nearest one if neither is), and a layout whose
+data-parallel replicas would need a batch more than :data:`BATCH_SLACK` times larger is not. Of
+the layouts that fit in memory (:mod:`memory`, FP8 sized as BF16) the one with the most tokens
+per second (:func:`steptime.terms`) wins.
 """
 
 from dataclasses import dataclass
@@ -126,30 +129,46 @@ def _candidates(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, n_gpu
                 step = dp * b
                 if step > BATCH_SLACK * target_sequences:
                     continue
-                gb = step * max(1, round(target_sequences / step))
-                micro_batches = gb // step
-                for vpp in VPP_DEGREES:
-                    if vpp > 1 and (pp == 1 or vpp > steptime.max_vpp(n_layers, pp) or micro_batches < pp):
-                        continue
-                    for zero in (1, 3):
-                        if zero == 3 and pp > 1:
+                # the multiples of dp * micro-batch on either side of the target within the slack, else the nearest
+                near = {n for n in (target_sequences // step, ceil(target_sequences / step))
+                        if n and target_sequences / BATCH_SLACK <= n * step <= BATCH_SLACK * target_sequences}
+                for micro_batches in sorted(near or {max(1, round(target_sequences / step))}):
+                    for vpp in VPP_DEGREES:
+                        if vpp > 1 and (pp == 1 or vpp > steptime.max_vpp(n_layers, pp) or micro_batches < pp):
                             continue
-                        for rc in (1, 2):  # selective, full
-                            rows.append((tp, pp, dp, b, gb, vpp, zero, rc))
+                        for zero in (1, 3):
+                            if zero == 3 and pp > 1:
+                                continue
+                            for rc in (0, 2):  # none, full
+                                rows.append((tp, pp, dp, b, micro_batches * step, vpp, zero, rc))
     array = np.array(rows, dtype=np.int64).reshape(-1, 8)
     return dict(zip(("tp", "pp", "dp", "micro_batch", "global_batch", "vpp", "zero_stage", "recompute"), array.T))
 
 
-def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: str) -> np.ndarray:
+def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: str, *, flash_attention: bool = True,
+                  sequence_parallel: bool = True, dropout: bool = False) -> np.ndarray:
     """Bytes per GPU of each layout in ``c`` (arrays of :func:`steptime.terms`'s layout arguments):
     sharded model states (:func:`memory.shard`), activations of the first stage
-    (interleaving keeps 1 + (pp - 1)/(pp * vpp) times more; Korthikanti et al. 2022, Sec. 4.2.3)."""
+    (:func:`memory.layer_activation_bytes`, :func:`memory.first_stage_layers`; interleaving keeps 1 + (pp - 1)/(pp * vpp) times more,
+    Korthikanti et al. 2022, Sec. 4.2.3). Planned jobs run FlashAttention, sequence parallelism and
+    no dropout, as modern pre-training recipes do."""
     states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
     weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"])
-    per_layer = memory.layer_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"], 2)
+    per_layer = memory.layer_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"], 2,
+                                              flash_attention=flash_attention, sequence_parallel=sequence_parallel,
+                                              dropout=dropout)
     interleave = np.where(c["vpp"] > 1, 1 + (c["pp"] - 1) / (c["pp"] * c["vpp"]), 1.0)
-    acts = model.n_layers * per_layer * interleave + memory.logit_activation_bytes(model, c["micro_batch"], seq_len, c["tp"])
+    layers = c["pp"] * memory.first_stage_layers(model.n_layers, c["pp"])
+    acts = layers * per_layer * interleave + memory.logit_activation_bytes(model, c["micro_batch"], seq_len, c["tp"])
     return weights + gradients + optimizer + acts + memory.RUNTIME_OVERHEAD
+
+
+def layout_bytes(model: Model, layout: Layout) -> float:
+    """:func:`layout_memory` of one :class:`steptime.Layout`, with its own attention and dropout."""
+    c = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "dp", "micro_batch", "vpp", "zero_stage")}
+    c["recompute"] = np.array([memory.RECOMPUTE.index(layout.recompute)])
+    return float(layout_memory(model, c, layout.seq_len, layout.dtype, flash_attention=layout.flash_attention,
+                               sequence_parallel=layout.sequence_parallel, dropout=layout.dropout)[0])
 
 
 @cache
@@ -166,17 +185,17 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     """The best layout for each GPU count (None where no layout can use that many GPUs), all
     candidates of all counts evaluated in one vectorised call. Memory is checked first: the step
     is timed only for layouts that fit (or, for a count where none does, its most frugal one), and
-    a full-recompute layout only where the same layout with selective recompute does not fit."""
+    a full-recompute layout only where the same layout without recompute does not fit."""
     domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server))
     c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     if not len(owner):
         return [None] * len(counts)
     need = layout_memory(model, c, seq_len, dtype)
     fits = need <= g.memory_bytes
-    # candidates come in (selective, full) pairs: full recompute only buys memory
-    selective_fits = np.zeros_like(fits)
-    selective_fits[1:] = fits[:-1] & (c["recompute"][:-1] == 1) & (c["recompute"][1:] == 2)
-    keep = fits & ~selective_fits
+    # candidates come in (none, full) pairs: full recompute only buys memory
+    plain_fits = np.zeros_like(fits)
+    plain_fits[1:] = fits[:-1] & (c["recompute"][:-1] == 0) & (c["recompute"][1:] == 2)
+    keep = fits & ~plain_fits
     for k in set(range(len(counts))) - set(owner[fits]):  # nothing fits: keep the most frugal try
         mine = np.flatnonzero(owner == k)
         if len(mine):
@@ -184,14 +203,14 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     idx = np.flatnonzero(keep)
     kept = {k: v[idx] for k, v in c.items()}
     t = steptime.terms(model, g, **kept, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
-    total = sum(t[k] for k in StepTime.TERMS)
+    per_sequence = sum(t[k] for k in StepTime.TERMS) / kept["global_batch"]  # batches differ between layouts
     out = []
     for k, n in enumerate(counts):
         mine = np.flatnonzero(owner[idx] == k)
         if not len(mine):
             out.append(None)
             continue
-        i = mine[np.argmin(total[mine])]
+        i = mine[np.argmin(per_sequence[mine])]
         layout, step = steptime.picked(model, g, kept, t, i, seq_len=seq_len, dtype=dtype)
         out.append(Plan(gpu=g.name, n_gpus=n, layout=layout, step=step, memory_per_gpu=float(need[idx[i]]),
                         fits=bool(fits[idx[i]])))

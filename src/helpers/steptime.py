@@ -11,7 +11,8 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
   (Dao 2023, arXiv:2307.08691: 2 matmuls forward, 5 backward, half of them skipped by the causal
   mask) or, for unfused attention, the full score matrix; element-wise kernels (norms,
   activations, dropout, residuals) that stream the layer's activations, whose bytes follow
-  Korthikanti et al. 2022 (arXiv:2205.05198, Eq. 1-2), a calibrated number of times.
+  :func:`memory.layer_activation_bytes` (Korthikanti et al. 2022, arXiv:2205.05198, Eq. 1-2, from
+  the layer's own shapes), a calibrated number of times.
 - **recompute**: with full recompute, one more forward of every layer; with selective recompute
   and unfused attention, the attention core again (Korthikanti et al. 2022, Sec. 5).
 - **tensor_parallel**: four all-reduces (or reduce-scatter/all-gather pairs under sequence
@@ -56,8 +57,10 @@ STREAM_FRACTION = 0.85
 #: Bytes per element of casting a GEMM input to FP8 (read BF16, write FP8; Transformer Engine's
 #: per-tensor casts before each of the four linear layers of a block).
 FP8_CAST_BYTES = 3
-#: Bytes read and written per attention score in an unfused forward pass (see :func:`terms`).
-SCORE_BYTES = 13
+#: Bytes read and written per attention score in an unfused forward pass, without and with
+#: dropout (see :func:`terms`).
+SCORE_BYTES = 8
+DROPOUT_SCORE_BYTES = 5
 #: PyTorch DDP's and Megatron's gradient bucket (``bucket_cap_mb=25``; Li et al. 2020, arXiv:2006.15704).
 BUCKET_BYTES = 25 * 2**20
 
@@ -74,6 +77,7 @@ class Layout:
     reduces bf16 gradients in fp32, else 2). ``tp_overlap``: whether tensor-parallel collectives are
     pipelined with the matrix products around them (Megatron-Core's ``--tp-comm-overlap``,
     Transformer Engine userbuffers), so that only what the products cannot cover is exposed.
+    ``dropout``: whether the model trains with dropout (masks to store and stream).
     """
 
     tp: int = 1
@@ -88,6 +92,7 @@ class Layout:
     dtype: str = "bf16"
     sequence_parallel: bool = True
     flash_attention: bool = True
+    dropout: bool = False
     overlap: bool = True
     tp_overlap: bool = False
     grad_bytes: int | None = None
@@ -98,7 +103,7 @@ class Layout:
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
         check_choice("recompute", self.recompute, RECOMPUTE)
         check_dtype(self.dtype, STEP_DTYPES)
-        for name in ("sequence_parallel", "flash_attention", "overlap", "tp_overlap"):
+        for name in ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap"):
             check_bool(name, getattr(self, name))
         if self.grad_bytes is not None:
             check_choice("grad_bytes", self.grad_bytes, (2, 4))
@@ -313,8 +318,8 @@ def _group_link(gpu: GPU, members_inside, n, network: Network):
 
 
 def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
-          vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, overlap=True, tp_overlap=False,
-          grad_bytes=None,
+          vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
+          tp_overlap=False, grad_bytes=None,
           network: Network = Network(), calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
     """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
 
@@ -323,7 +328,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     """
     tp, pp, dp, b, gb, s, zero, rc, v = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
                                                                  zero_stage, recompute, vpp))
-    sp, flash, ovl, tp_ovl = (np.asarray(x, dtype=bool) for x in (sequence_parallel, flash_attention, overlap, tp_overlap))
+    sp, flash, drop, ovl, tp_ovl = (np.asarray(x, dtype=bool) for x in (sequence_parallel, flash_attention, dropout,
+                                                                        overlap, tp_overlap))
     d, L, V, a = model.d_model, model.n_layers, model.vocab_size, model.n_heads
     bw = gpu.memory_bandwidth
     attn_dtype = "bf16" if dtype == "fp8" else dtype
@@ -345,11 +351,12 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     causal = np.where(flash, 2.0, 4.0) * tokens * s * d / tp  # score and weighting matmuls, forward
     attn_fwd = causal / attn_rate
     attn_bwd = np.where(flash, 2.5, 2.0) * attn_fwd
-    stored = tokens * d * (10 * np.where(sp, 1, tp) + 24) / tp  # Korthikanti Eq. 1-2: all but the score matrix
+    # All the layer keeps but the score matrix (selective recompute's share, without FlashAttention).
+    stored = memory.layer_activation_bytes(model, b, s, 1, tp, elem, sequence_parallel=sp, dropout=drop)
     # Unfused attention streams the a*s^2 score matrix: the QK^T product writes it, the fused
-    # scale-mask-softmax reads and writes it, dropout reads it and writes its mask and output, and the
-    # product with V reads it: 2+2+2+2+1+2+2 = 13 bytes per score in the forward pass.
-    scores = np.where(flash, 0.0, SCORE_BYTES * a * s * s * b / tp)
+    # scale-mask-softmax reads and writes it, and the product with V reads it (2+2+2+2 = 8 bytes per
+    # score in the forward pass); dropout reads it and writes its mask and output (2+1+2 more).
+    scores = np.where(flash, 0.0, (SCORE_BYTES + DROPOUT_SCORE_BYTES * drop) * a * s * s * b / tp)
     elementwise = (calibration.elementwise_passes * stored + scores) / bw  # forward
     if dtype == "fp8":  # each GEMM input is cast to fp8: read 2 bytes, write 1 (qkv, proj, fc1 and fc2 inputs)
         elementwise = elementwise + FP8_CAST_BYTES * tokens * (3 * d + model.d_ff) / tp / bw

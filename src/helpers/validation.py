@@ -20,8 +20,11 @@ def training_runs() -> pd.DataFrame:
     Steady-state rows (a layout and a throughput): the step model of the row's layout
     (:mod:`calibration`), published and predicted tokens/s per GPU, the time error (predicted /
     published time - 1) and whether the published time lies in the band. End-to-end rows
-    (GPU-hours of a whole run on a stated GPU count): :func:`compute.training_time`, with its
-    planner layout, band and goodput. Test rows were used for neither the fit nor the band."""
+    (GPU-hours of a whole run on a stated GPU count): :func:`compute.run_time` of the published layout,
+    or where none is published of the planner's (:func:`planner.plan`, at the published batch where
+    stated), with its band and goodput; where the publication derived its GPU-hours from a steady
+    throughput (``gpu_hours_basis`` "throughput"), with no downtime (goodput 1). Test rows were
+    used for neither the fit nor the band."""
     rows = calibration.runs()
     cal = steptime.default_calibration()
     out = []
@@ -36,17 +39,31 @@ def training_runs() -> pd.DataFrame:
                     "inside band": bool(predicted / high <= r["published"] <= predicted / low), "source": r["source"]})
     table = _data.table("training_runs")
     for _, r in table[table["gpu_hours"].notna() & table["n_gpus"].notna()].iterrows():
-        m, n = calibration.run_model(r), int(r["n_gpus"])
-        t = compute.training_time(m, float(r["tokens"]), r["gpu"], n, dtype=r["dtype"], seq_len=int(r["seq_len"]))
-        hours = t.map(lambda s: s * n / HOUR)
+        best = _whole_run_plan(r, cal)
+        n = best.n_gpus
+        steady = r["gpu_hours_basis"] == "throughput"  # tokens over a steady throughput: no downtime in it
+        hours = compute.run_time(best, float(r["tokens"]), goodput=1.0 if steady else None).map(lambda t: t * n / HOUR)
         out.append({"id": r["id"], "run": r["run"], "family": r["family"], "split": r["split"], "GPU": r["gpu"],
-                    "GPUs": n, "dtype": r["dtype"], "end to end": True,
-                    "layout": planner.plan(m, r["gpu"], n, seq_len=int(r["seq_len"]), tokens=float(r["tokens"]),
-                                           dtype=r["dtype"]).layout.describe(),
+                    "GPUs": n, "dtype": r["dtype"], "end to end": True, "layout": best.layout.describe(),
                     "unit": "GPU-hours", "published": float(r["gpu_hours"]), "predicted": hours.expected,
                     "band low": hours.low, "band high": hours.high, "time error": hours.expected / float(r["gpu_hours"]) - 1,
                     "inside band": bool(hours.contains(float(r["gpu_hours"]))), "source": r["source"]})
     return pd.DataFrame(out)
+
+
+def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
+    """The layout a whole run is timed on: the one it published (the fastest of its candidates that
+    fits, as for steady-state rows), else the planner's, at the published batch where stated."""
+    m, s = calibration.run_model(row), int(row["seq_len"])
+    if pd.isna(row["tp"]):
+        batch = None if pd.isna(row["global_batch"]) else float(row["global_batch"]) * s
+        return planner.plan(m, row["gpu"], int(row["n_gpus"]), seq_len=s, tokens=float(row["tokens"]),
+                            global_batch_tokens=batch, dtype=row["dtype"])
+    stated = pd.DataFrame([calibration.layout_row(row)])
+    ((layout, step),) = calibration.best_layouts(stated, cal)
+    need, g = planner.layout_bytes(m, layout), gpus.get(row["gpu"])
+    return planner.Plan(gpu=g.name, n_gpus=layout.n_gpus, layout=layout, step=step, memory_per_gpu=need,
+                        fits=need <= g.memory_bytes)
 
 
 def inference_runs() -> pd.DataFrame:
