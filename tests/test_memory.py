@@ -27,7 +27,7 @@ def test_korthikanti_activations_per_layer_gpt3():
     assert memory.activations_per_layer(gpt3, b, s, recompute="selective", **paper) == pytest.approx(34 * s * b * h)
     assert memory.activations_per_layer(gpt3, b, s, recompute="full", **paper) == pytest.approx(2 * s * b * h)
     assert memory.activations_per_layer(gpt3, b, s, tp=8, **paper) == pytest.approx(expected / 8)
-    no_sp = memory.layer_activation_bytes(gpt3, b, s, 0, 8, 2, sequence_parallel=False)
+    no_sp = memory.layer_activation_bytes(gpt3, b, s, 0, 8, 2, sequence_parallel=False, **paper)
     assert no_sp == pytest.approx(s * b * h * (10 + 24 / 8 + 5 * a * s / (h * 8)))  # Eq. 4
 
 

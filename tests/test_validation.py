@@ -171,7 +171,7 @@ CASES = [
     (comm.bus_bandwidth, dict(collective="allreduce", n_bytes=1e300, n_gpus=8, seconds=1e-300),
      r"n_bytes=1e\+300, seconds=1e-300 out of range"),
     (precision.grad_scaler_trace, dict(n_steps=10, overflow_steps=set(), growth_factor=1e300, growth_interval=1),
-     r"growth_factor=1e\+300 out of range"),
+     r"growth_factor=1e\+300, growth_interval=1, n_steps=10 out of range"),
     (memory.training, dict(model="llama-2-7b", seq_len=2**60), r"seq_len must be at most 2\*\*53"),
     (comm.allreduce_time, dict(n_bytes=1.7e308, n_gpus=8, link_or_name="nvlink4"), r"n_bytes=1\.7e\+308 out of range"),
     (scaling.data_parallel_step, DP | dict(gradient_bytes=1.7e308), r"gradient_bytes=1\.7e\+308 out of range"),

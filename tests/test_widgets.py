@@ -55,6 +55,12 @@ def test_training_set_redraws(training):
     assert "Training memory per GPU: dense-70B" in training.figure.axes[0].get_title()
 
 
+def test_training_memory_without_flash_attention_stores_the_scores(training):
+    training.set(recompute="none", seq_len=8192, flash_attention=False)
+    assert training.result == memory.training("llama-2-7b", recompute="none", seq_len=8192, flash_attention=False)
+    assert training.result.activations > 2 * memory.training("llama-2-7b", recompute="none", seq_len=8192).activations
+
+
 def test_size_and_token_sliders_stop_at_values_a_reader_can_name(training):
     stops = [value for _, value in training.controls["size_b"].options]
     assert stops[0] == 0.1 and {7, 70, 1000} <= set(stops)  # 0.1B: the smallest dense() accepts

@@ -4,7 +4,8 @@ Training: model states after Rajbhandari et al. 2019 (ZeRO, arXiv:1910.02054, Se
 mixed precision keeps 16-bit weights and gradients (2 + 2 bytes/parameter) plus an fp32 master
 copy and Adam's two fp32 moments (K = 12 bytes/parameter); ZeRO stages 1/2/3 shard the
 optimizer states, then the gradients, then the weights over the data-parallel group.
-Activations after Korthikanti et al. 2022 (arXiv:2205.05198, Sec. 4, Eq. 1-6).
+Activations after Korthikanti et al. 2022 (arXiv:2205.05198, Sec. 4, Eq. 1-6), counted from each
+model's own shapes, with FlashAttention and without dropout unless told otherwise.
 Inference: weights by storage format plus the KV cache (Kwon et al. 2023, vLLM, arXiv:2309.06180).
 """
 
@@ -175,7 +176,7 @@ def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
 # --- activations --------------------------------------------------------------------------
 
 def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, tp, element: float, *,
-                           flash_attention: bool = False, sequence_parallel: bool = True, dropout: bool = True):
+                           flash_attention: bool = True, sequence_parallel: bool = True, dropout: bool = False):
     """:func:`activations_per_layer` without checks, on numbers or numpy arrays; ``recompute``
     is an index into :data:`RECOMPUTE` (0 none, 1 selective, 2 full), ``element`` bytes per value."""
     s, b, h, a = seq_len, micro_batch_size, model.d_model, model.n_heads

@@ -149,9 +149,9 @@ def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: s
                   sequence_parallel: bool = True, dropout: bool = False) -> np.ndarray:
     """Bytes per GPU of each layout in ``c`` (arrays of :func:`steptime.terms`'s layout arguments):
     sharded model states (:func:`memory.shard`), activations of the first stage
-    (:func:`memory.layer_activation_bytes`, :func:`memory.first_stage_layers`; interleaving keeps 1 + (pp - 1)/(pp * vpp) times more,
-    Korthikanti et al. 2022, Sec. 4.2.3). Planned jobs run FlashAttention, sequence parallelism and
-    no dropout, as modern pre-training recipes do."""
+    (:func:`memory.layer_activation_bytes`, :func:`memory.first_stage_layers`; interleaving keeps
+    1 + (pp - 1)/(pp * vpp) times more, Korthikanti et al. 2022, Sec. 4.2.3). Planned jobs run
+    FlashAttention, sequence parallelism and no dropout, as modern pre-training recipes do."""
     states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
     weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"])
     per_layer = memory.layer_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"], 2,

@@ -56,5 +56,6 @@ def grad_scaler_trace(n_steps: int, overflow_steps: set[int] | frozenset[int], *
             clean += 1
             if clean == growth_interval:
                 scale, clean = scale * growth_factor, 0
-    check_result(max(scales), init_scale=init_scale, growth_factor=growth_factor)
+    check_result(max(scales), init_scale=init_scale, growth_factor=growth_factor, growth_interval=growth_interval,
+                 n_steps=n_steps)
     return ScalerTrace(tuple(scales), tuple(skipped))

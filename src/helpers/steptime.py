@@ -352,7 +352,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     attn_fwd = causal / attn_rate
     attn_bwd = np.where(flash, 2.5, 2.0) * attn_fwd
     # All the layer keeps but the score matrix (selective recompute's share, without FlashAttention).
-    stored = memory.layer_activation_bytes(model, b, s, 1, tp, elem, sequence_parallel=sp, dropout=drop)
+    stored = memory.layer_activation_bytes(model, b, s, 1, tp, elem, flash_attention=False, sequence_parallel=sp,
+                                           dropout=drop)
     # Unfused attention streams the a*s^2 score matrix: the QK^T product writes it, the fused
     # scale-mask-softmax reads and writes it, and the product with V reads it (2+2+2+2 = 8 bytes per
     # score in the forward pass); dropout reads it and writes its mask and output (2+1+2 more).

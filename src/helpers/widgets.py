@@ -207,6 +207,7 @@ def training_memory(model: str = "llama-2-7b") -> Panel:
         "micro_batch_size": w.IntSlider(value=1, min=1, max=64, description="micro-batch"),
         "seq_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="sequence length"),
         "recompute": w.Dropdown(options=memory.RECOMPUTE, value="selective", description="recompute"),
+        "flash_attention": w.Dropdown(options=(("yes", True), ("no", False)), value=True, description="FlashAttention"),
         "zero_stage": w.Dropdown(options=memory.ZERO_STAGES, value=0, description="ZeRO stage"),
         "n_gpus": w.SelectionSlider(options=GPU_COUNTS, value=1, description="data-parallel GPUs"),
     }
