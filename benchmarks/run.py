@@ -87,7 +87,7 @@ def panels() -> list[str]:
 def selector() -> list[str]:
     lines = ["Training sweeps plan 13 GPU counts per GPU: the candidate layouts of all counts are built once per model "
              "and cached, their memory is computed in one vectorised call, and only layouts that fit (full recompute only "
-             "where selective does not) are timed, again in one vectorised call per GPU (`planner._plans`).", "",
+             "where the same layout without recompute does not) are timed, again in one vectorised call per GPU (`planner._plans`).", "",
              "| sweep | median | p95 | GPUs ranked |", "| --- | --- | --- | --- |"]
     for name, f in SELECTOR.items():
         f()  # warm the data caches once, as a live panel has
