@@ -90,6 +90,13 @@ def bus_factor(collective: str, n_gpus: int) -> float:
     return (2 if collective == "allreduce" else 1) * (n_gpus - 1) / n_gpus
 
 
+def alpha_beta(steps, hop_latency, traffic, bandwidth):
+    """Seconds of a collective in the alpha-beta model (Hockney 1994, Parallel Computing 20(3)): one
+    kernel launch, ``steps`` hops of ``hop_latency`` seconds and ``traffic`` bytes per GPU at
+    ``bandwidth`` bytes/s. Numbers or numpy arrays."""
+    return LAUNCH_LATENCY + steps * hop_latency + traffic / bandwidth
+
+
 def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: "Link | str", *,
                     algorithm: str = "ring") -> Estimate:
     """Seconds for ``collective`` of ``n_bytes`` (the buffer each GPU holds at the end of an
@@ -112,10 +119,9 @@ def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: 
         steps = 2 * ceil(log2(n_gpus))
     else:
         steps = (2 if collective == "allreduce" else 1) * (n_gpus - 1)
-    latency = LAUNCH_LATENCY + steps * ln.hop_latency
     fractions = (1.0, ln.achieved_fraction, 0.85 * ln.achieved_fraction)
     traffic = check_result(factor * n_bytes, n_bytes=n_bytes)
-    return Estimate(*(latency + traffic / (ln.bandwidth * f) for f in fractions))
+    return Estimate(*(alpha_beta(steps, ln.hop_latency, traffic, ln.bandwidth * f) for f in fractions))
 
 
 def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str", *, algorithm: str = "ring") -> Estimate:
@@ -153,8 +159,8 @@ def multinode_allreduce_time(n_bytes: float, n_nodes: int, gpus_per_node: int, i
         nic = link(inter)
     n = n_nodes * gpus_per_node
     steps = 2 * ceil(log2(n)) if algorithm == "tree" else 2 * (n - 1)
-    latency = LAUNCH_LATENCY + steps * max(nic.hop_latency, gpu_link_.hop_latency)
+    hop = max(nic.hop_latency, gpu_link_.hop_latency)
     traffic = check_result(bus_factor("allreduce", n) * n_bytes, n_bytes=n_bytes)
     achieved = min(gpu_link_.bandwidth * gpu_link_.achieved_fraction, nics_per_node * nic.bandwidth * nic.achieved_fraction)
     peak = min(gpu_link_.bandwidth, nics_per_node * nic.bandwidth)
-    return Estimate(latency + traffic / peak, latency + traffic / achieved, latency + traffic / (0.85 * achieved))
+    return Estimate(*(alpha_beta(steps, hop, traffic, bw) for bw in (peak, achieved, 0.85 * achieved)))

@@ -290,9 +290,9 @@ def _linear_shapes(model: Model) -> tuple[tuple[int, int], ...]:
 
 
 def _collective(factor, steps, n_bytes, bandwidth, latency):
-    """Seconds of a collective: launch + steps * hop latency + factor * bytes / bandwidth
-    (:func:`comm.collective_time`'s alpha-beta model, on arrays)."""
-    return np.where(factor > 0, comm.LAUNCH_LATENCY + steps * latency + factor * n_bytes / bandwidth, 0.0)
+    """Seconds of a collective moving ``factor`` times ``n_bytes`` per GPU (:func:`comm.alpha_beta`);
+    0 where nothing moves."""
+    return np.where(factor > 0, comm.alpha_beta(steps, latency, factor * n_bytes, bandwidth), 0.0)
 
 
 def _intra(gpu: GPU, n):
@@ -380,7 +380,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
     # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
     p2p_bw, p2p_latency = _group_link(gpu, np.where(tp * dp < network.gpus_per_server, 2, 1), 2, network)
-    send = comm.LAUNCH_LATENCY + p2p_latency + activation_bytes / np.where(sp, tp, 1) / p2p_bw
+    send = comm.alpha_beta(1, p2p_latency, activation_bytes / np.where(sp, tp, 1), p2p_bw)
     p2p_mb = np.where(pp > 1, 2 * v * send, 0.0)
 
     compute_mb = layers * layer_train + head
