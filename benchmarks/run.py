@@ -28,7 +28,7 @@ from nbclient import NotebookClient  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, select, validation, widgets  # noqa: E402
+from helpers import _data, calibration, select, serving, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 150, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -187,6 +187,34 @@ def training_validation() -> list[str]:
     return lines
 
 
+def inference_validation() -> list[str]:
+    """The serving step model against published inference runs: calibration and test groups, the
+    out-of-sample errors by kind, and the rows outside the band."""
+    runs = validation.inference_runs()
+    cal = serving.default_calibration()
+    params = ", ".join([f"bandwidth fraction {cal.bandwidth_fraction:.3f}", f"overlap {cal.overlap:.3f}",
+                        f"{cal.layer_seconds * 1e6:.1f} us per layer and step", f"KV re-reads {cal.kv_rereads:.2f}"] +
+                       [f"compute fraction {k} {v:.3f}" for k, v in cal.compute_fraction] +
+                       [f"{k} kernel efficiency {v:.3f}" for k, v in cal.kernel_efficiency])
+    low, high = calibration.serving_band()
+    lines = ["## Serving step time against published runs (out of sample)", "",
+             f"Fitted on the calibration groups only ({params}); band {low:.3f}-{high:.3f} x the predicted time, from the "
+             "calibration rows' leave-one-group-out errors (pooled over kinds). Error: predicted / published - 1 in the "
+             "row's unit (tokens/s for decoding and static batches, seconds for prefill).", "",
+             "| split | group | kind | rows | batch | median abs. error | inside band |", "| --- | --- | --- | --- | --- | --- | --- |"]
+    for (split, group, kind), g in runs.groupby(["split", "group", "kind"], sort=False):
+        batch = f"{g['batch'].min()}" if g["batch"].nunique() == 1 else f"{g['batch'].min()}-{g['batch'].max()}"
+        lines.append(f"| {split} | {group} | {kind} | {len(g)} | {batch} | {g['error'].abs().median():.1%} | "
+                     f"{g['inside band'].mean():.0%} |")
+    test = runs[runs["split"] == "test"]
+    lines += ["", "Test rows by kind: " + "; ".join(
+        f"{kind} {g['error'].abs().median():.1%} median abs. error ({len(g)} rows)" for kind, g in test.groupby("kind")) +
+        f"; {int(test['inside band'].sum())} of {len(test)} inside the band. Outside: " +
+        ", ".join(f"{r['id']} ({r['model']} on {r['GPUs']} {r['GPU']}, {r['framework']}, {r['error']:+.0%})"
+                  for _, r in runs[~runs["inside band"]].iterrows()) + "."]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="also time a clean build and the tests, and weigh kernels and pages")
@@ -197,7 +225,7 @@ def main() -> None:
              f"{' --full' if args.full else ''}`; times in milliseconds unless said otherwise.", "",
              f"## Panels (target: p95 at most {TARGETS['panel p95 (ms)']} ms from a control move to the redrawn output)",
              ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector() + \
-        [""] + training_validation()
+        [""] + training_validation() + [""] + inference_validation()
     if args.full:
         lines += [""] + full()
     Path(__file__).with_name("results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")

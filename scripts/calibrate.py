@@ -1,10 +1,11 @@
-"""Fit the step model's efficiency parameters on the calibration runs and write
-src/helpers/data/calibration.csv (parameters and the out-of-sample band).
+"""Fit the training and serving step models' parameters on their calibration runs and write
+src/helpers/data/calibration.csv (parameters and the out-of-sample bands).
 
     python scripts/calibrate.py           # refit and write the file
     python scripts/calibrate.py --check   # exit 1 if refitting would change the file
 
-Run it after changing data/training_runs.csv or the step model (src/helpers/steptime.py);
+Run it after changing data/training_runs.csv, data/inference_runs.csv or a step model
+(src/helpers/steptime.py, src/helpers/serving.py);
 tests/test_calibration.py fails while the file is out of step.
 """
 

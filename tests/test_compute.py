@@ -79,7 +79,7 @@ def test_decode_is_memory_bound_at_batch_1():
     a100 = gpus.get("A100 80GB")
     tps = compute.decode_throughput("llama-2-7b", a100, batch_size=1, context_len=1024)
     bound = a100.memory_bandwidth / (models.get("llama-2-7b").n_params * 2)
-    assert tps.high < bound and tps.low > 0.3 * bound
+    assert tps.high <= bound and tps.low > 0.3 * bound
     # batch 64 reads the weights once per step but 64 KV caches: far from 64x, far above 1x
     batched = compute.decode_throughput("llama-2-7b", a100, batch_size=64).expected / tps.expected
     assert 10 < batched < 30
@@ -118,15 +118,17 @@ def test_estimate_invariants():
     assert (3 * Estimate(1, 2, 3)).high == 9
 
 
-def test_inference_estimates_against_published_measurements():
-    """Batch-1 decoding: median absolute error at most 20 %, nearly all inside the band."""
+def test_inference_estimates_out_of_sample():
+    """On rows no parameter was fitted on (other engines, the L40S and H200, NIM): decoding at
+    batch 1 within 12 % in median, first-token latency and static batches of 16-1024 sequences
+    within 10 %, and at least 90 % of the rows inside the band (measured: 10.6 %, 5.1 %, 5.4 %, 29 of 31)."""
     runs = validation.inference_runs()
-    decode = runs[runs["kind"] == "decode"]
-    assert len(decode) >= 15
-    assert decode["error"].abs().median() <= 0.20
-    assert decode["inside band"].mean() >= 0.9
-    prefill = runs[runs["kind"] == "prefill"]
-    assert prefill["error"].abs().median() <= 0.30
+    test = runs[runs["split"] == "test"]
+    assert set(test["group"]).isdisjoint(runs[runs["split"] == "calibration"]["group"])
+    median = test.groupby("kind")["error"].apply(lambda e: e.abs().median())
+    assert median["decode"] <= 0.12 and median["prefill"] <= 0.10 and median["static batch"] <= 0.10
+    assert test["inside band"].mean() >= 0.9
+    assert (test["kind"] == "static batch").sum() >= 10 and test[test["kind"] == "static batch"]["batch"].min() >= 16
 
 
 def test_tensor_parallel_decoding_pays_per_token_all_reduces():

@@ -218,7 +218,7 @@ CASES = [
     (compute.efficiency, dict(quantity="goodput", architecture="Pascal", dtype="bf16"),
      r"architecture='Pascal' is not supported; choose one of Volta"),
     (compute.efficiency, dict(quantity="latency", architecture="Hopper", dtype="bf16"),
-     r"quantity='latency' is not supported; choose one of decode_bandwidth"),
+     r"quantity='latency' is not supported; choose one of goodput"),
     (compute.efficiency, dict(quantity="goodput", architecture="Hopper", dtype=["bf16"]),
      r"dtype=\['bf16'\] is not supported"),
     (compute.decode_throughput, dict(model="llama-2-7b", gpu="H100", weight_dtype="fp4"),

@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from . import _data, gpus, models, planner, steptime
+from . import _data, gpus, models, planner, serving, steptime
 from .flops import flops_per_token
 from .memory import RECOMPUTE
 from .steptime import Calibration, Layout
@@ -205,7 +205,8 @@ def _row_keys(rows: pd.DataFrame) -> list[str]:
 
 
 def fitted_table() -> pd.DataFrame:
-    """What ``data/calibration.csv`` holds: the parameters fitted on every calibration row, and two
+    """What ``data/calibration.csv`` holds: the training step model's parameters fitted on every
+    calibration run (then the serving model's, :func:`serving_entries`), and two
     bands (time factors at :data:`BAND_QUANTILES` of the leave-one-family-out errors, widened to
     include 1): for GPUs whose architecture the calibration runs cover, the errors of rows whose
     architecture the other families covered; for the others, all the errors."""
@@ -227,7 +228,12 @@ def fitted_table() -> pd.DataFrame:
     table = pd.DataFrame(entries, columns=["kind", "parameter", "value"])
     table["basis"] = f"{len(calibration)} calibration runs ({families}); bands: leave-one-family-out errors"
     table["value"] = table["value"].round(4)
-    return table
+    inference = serving_runs()
+    inference = inference[inference["split"] == "calibration"]
+    served = pd.DataFrame([(k, p, float(f"{v:.4g}")) for k, p, v in serving_entries()], columns=["kind", "parameter", "value"])
+    served["basis"] = (f"{len(inference)} inference calibration rows ({', '.join(sorted(inference['group'].unique()))});"
+                       " bands: leave-one-group-out errors")
+    return pd.concat([table, served], ignore_index=True)
 
 
 @cache
@@ -245,3 +251,118 @@ def band(gpu: "gpus.GPU | str", dtype: str) -> tuple[float, float]:
     calibrated = f"gemm_efficiency/{g.architecture}/{'fp8' if dtype == 'fp8' else 'bf16'}" in values
     label = "calibrated" if calibrated else "uncalibrated"
     return tuple(values[f"{label}_q{int(q * 100):02d}"] for q in BAND_QUANTILES)
+
+
+# --- serving -------------------------------------------------------------------------------
+
+#: Search range of each fitted serving parameter (layer_seconds in seconds per layer and step).
+SERVING_BOUNDS = {"bandwidth_fraction": (0.3, 1.0), "overlap": (0.0, 1.0), "layer_seconds": (0.0, 300e-6),
+                  "kv_rereads": (0.0, 1.0),
+                  "compute_fraction": (0.15, 1.0), "kernel_efficiency": (0.2, 1.0)}
+
+
+def _serving_steps(row: pd.Series) -> tuple[serving.Steps, ...]:
+    kw = dict(n_gpus=int(row["n_gpus"]), batch_size=int(row["batch_size"]), weight_dtype=row["weight_dtype"],
+              kv_dtype=row["kv_dtype"])
+    prompt, context = int(row["prompt_len"]), int(row["context_len"])
+    grouped = bool(row["grouped_kv_kernel"])
+    if row["kind"] == "decode":
+        return (serving.decode_steps(row["model"], row["gpu"], context_len=context, grouped_kv_kernel=grouped, **kw),)
+    if row["kind"] == "prefill":
+        return (serving.prefill_steps(row["model"], row["gpu"], prompt, **kw),)
+    return serving.static_batch_steps(row["model"], row["gpu"], prompt_len=prompt, output_len=context - prompt,
+                                      grouped_kv_kernel=grouped, **kw)
+
+
+def published_seconds(row: pd.Series) -> float:
+    """Seconds of what an inference row times: a decoding step (batch / tokens per second, or the
+    inter-token latency), a prefill (time to first token), or a whole static batch (batch x output
+    tokens over the output tokens per second of all its GPUs)."""
+    value, batch = float(row["value"]), int(row["batch_size"])
+    if row["metric"] in ("inter_token_latency", "first_token_latency"):
+        return value / 1000
+    if row["metric"] == "tokens_per_s":
+        return batch / value
+    return batch * (int(row["context_len"]) - int(row["prompt_len"])) / (value * int(row["n_gpus"]))
+
+
+@cache
+def serving_runs() -> pd.DataFrame:
+    """Every row of ``data/inference_runs.csv`` with its published seconds and its steps."""
+    table = _data.table("inference_runs")
+    return table.assign(published=[published_seconds(r) for _, r in table.iterrows()],
+                        steps=[_serving_steps(r) for _, r in table.iterrows()])
+
+
+def predict_serving(rows: pd.DataFrame, calibration: serving.ServingCalibration) -> np.ndarray:
+    """Predicted seconds of each row under ``calibration``."""
+    return np.array([sum(s.seconds(calibration)["total"].sum() for s in steps) for steps in rows["steps"]])
+
+
+def _serving_keys(rows: pd.DataFrame) -> tuple[list[str], list[str]]:
+    """Architectures and weight-only kernel families these rows can fit."""
+    archs = sorted({gpus.get(g).architecture for g in rows["gpu"]})
+    kernels = sorted({serving.WEIGHT_ONLY_FORMATS[d] for d in rows["weight_dtype"] if d in serving.WEIGHT_ONLY_FORMATS})
+    return archs, kernels
+
+
+def fit_serving(rows: pd.DataFrame, *, sweeps: int = 3) -> serving.ServingCalibration:
+    """Serving parameters minimising the mean squared log error of predicted seconds on ``rows``
+    (coordinate descent, golden-section search within :data:`SERVING_BOUNDS`)."""
+    if rows.empty:
+        raise ValueError("rows must hold at least one inference run to fit on")
+    archs, kernels = _serving_keys(rows)
+    names = (["bandwidth_fraction", "overlap", "layer_seconds", "kv_rereads"] + [f"compute_fraction/{a}" for a in archs]
+             + [f"kernel_efficiency/{k}" for k in kernels])
+    x = {"bandwidth_fraction": 0.8, "overlap": 0.5, "layer_seconds": 50e-6, "kv_rereads": 0.0,
+         **{n: 0.6 for n in names if n.startswith("compute_fraction/")},
+         **{n: 0.8 for n in names if n.startswith("kernel_efficiency/")}}
+    published = np.log(rows["published"].to_numpy())
+
+    def made(values: dict) -> serving.ServingCalibration:
+        return serving.ServingCalibration.from_entries({f"serving/{k}": v for k, v in values.items()})
+
+    def loss(values: dict) -> float:
+        return float(np.mean((np.log(predict_serving(rows, made(values))) - published) ** 2))
+
+    for _ in range(sweeps):
+        for name in names:
+            low, high = SERVING_BOUNDS[name.split("/")[0]]
+            x[name] = _golden(lambda v: loss({**x, name: v}), low, high)
+    return made(x)
+
+
+def serving_errors(rows: pd.DataFrame, calibration: serving.ServingCalibration) -> np.ndarray:
+    """Predicted / published seconds - 1 of each row (negative when the prediction is too fast)."""
+    return predict_serving(rows, calibration) / rows["published"].to_numpy() - 1
+
+
+def serving_leave_one_group_out(rows: pd.DataFrame) -> pd.Series:
+    """Out-of-sample error in seconds of every row, its group (one publication or benchmark table)
+    predicted by a fit on the other groups."""
+    error = pd.Series(np.nan, index=rows.index)
+    for group in rows["group"].unique():
+        held = rows["group"] == group
+        error[held] = serving_errors(rows[held], fit_serving(rows[~held]))
+    return error
+
+
+def serving_entries() -> list[tuple[str, str, float]]:
+    """The serving rows of ``data/calibration.csv``: the parameters fitted on every calibration
+    row, and one band of time factors for every kind of measurement (quantiles
+    :data:`BAND_QUANTILES` of published / predicted seconds out of sample, pooled over decoding,
+    prefill and static batches, which are too few apart; widened to include 1)."""
+    rows = serving_runs()
+    calibration = rows[rows["split"] == "calibration"]
+    entries = [("parameter", k, v) for k, v in fit_serving(calibration).to_entries()]
+    ratio = 1 / (1 + serving_leave_one_group_out(calibration))  # published / predicted seconds
+    ends = (min(float(np.quantile(ratio, BAND_QUANTILES[0])), 1), max(float(np.quantile(ratio, BAND_QUANTILES[1])), 1))
+    entries += [("band", f"serving/q{int(q * 100):02d}", v) for q, v in zip(BAND_QUANTILES, ends)]
+    return entries + [("band", "serving/rows", float(len(ratio)))]
+
+
+def serving_band() -> tuple[float, float]:
+    """(low, high) factors that take a predicted serving time (a decoding step, a prefill, a static
+    batch) to the range of the real one, out of sample."""
+    values = _stored()
+    return tuple(values[f"serving/q{int(q * 100):02d}"] for q in BAND_QUANTILES)

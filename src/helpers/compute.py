@@ -2,18 +2,19 @@
 
 FLOP counts live in :mod:`flops` (re-exported here). Training time comes from the step model of
 the best parallel layout (:mod:`planner`, :mod:`steptime`) with a band from its out-of-sample
-errors (:mod:`calibration`); inference times divide FLOPs and bytes by peak rates times
-efficiencies calibrated on published runs (``data/efficiency.csv``).
+errors (:mod:`calibration`); inference times come from the engine-step model of :mod:`serving`, with
+bands from its out-of-sample errors.
 """
 
 from functools import cache
 from math import exp, hypot, log
 
-from . import _data, calibration, comm, gpus, planner
+from . import _data, calibration, gpus, planner, serving
 from .estimate import Estimate
 from .gpus import GPU
+from .serving import compute_dtype, tensor_parallel_time  # noqa: F401 (public names)
 from .flops import CHINCHILLA_TOKENS_PER_PARAM, RECOMPUTE_FACTOR, flops_per_token, training_flops  # noqa: F401 (public names)
-from .memory import TRAIN_DTYPES, as_model, check_split, inference
+from .memory import TRAIN_DTYPES, as_model, check_split, inference, serving_kv_dtype
 from .models import Model
 from .units import check_choice, check_dtype, check_positive, check_result
 
@@ -111,15 +112,6 @@ def run_time(plan: "planner.Plan", tokens: float, *, goodput: "float | Estimate 
     return Estimate(expected * exp(-down), expected, expected * exp(up))
 
 
-def compute_dtype(gpu: GPU, dtype: str) -> str:
-    """The tensor-core dtype that runs a model stored as ``dtype``: weight-only formats (int4, nf4)
-    and formats the GPU lacks fall back to bf16, or fp16 where bf16 is missing."""
-    gpu = gpus.get(gpu)
-    if gpu.supports(dtype) and dtype not in ("fp32", "tf32"):
-        return dtype
-    return "bf16" if gpu.supports("bf16") else "fp16"
-
-
 def decode_step(model: "Model | str | float", *, batch_size: int = 1, context_len: int = 1024,
                 weight_dtype: str = "bf16", kv_dtype: str = "bf16", n_gpus: int = 1) -> tuple[float, float]:
     """(FLOPs, bytes read) per GPU for one decoding step of ``batch_size`` sequences: every step
@@ -132,60 +124,31 @@ def decode_step(model: "Model | str | float", *, batch_size: int = 1, context_le
     return flops, per_gpu.weights + per_gpu.kv_cache
 
 
-def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, tokens: int) -> Estimate:
-    """Seconds of tensor-parallel communication for one forward pass over ``tokens`` tokens: two
-    all-reduces of the 16-bit activations per layer (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3),
-    over the GPUs' NVLink domain or else PCIe (:func:`comm.gpu_link`)."""
-    m = as_model(model)
-    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
-    check_positive("tokens", tokens)
-    activations = check_result(tokens * m.d_model * 2, tokens=tokens)
-    per_call = comm.allreduce_time(activations, n_gpus, comm.gpu_link(gpu, n_gpus))
-    return per_call * (2 * m.n_layers)
-
-
-def _roofline_band(work: float, rate: float, efficiency_band: Estimate, data: float, bandwidth: float,
-                   bandwidth_band: Estimate, extra: Estimate) -> Estimate:
-    """Seconds: the longer of compute and memory time, plus ``extra``; fast ends paired with fast ends."""
-    return Estimate(*(max(work / (rate * c), data / (bandwidth * b)) + x for c, b, x in (
-        (efficiency_band.high, bandwidth_band.high, extra.low),
-        (efficiency_band.expected, bandwidth_band.expected, extra.expected),
-        (efficiency_band.low, bandwidth_band.low, extra.high))))
+def _banded(seconds: dict[str, float]) -> Estimate:
+    """The total of ``seconds`` (terms of :mod:`serving`) with the out-of-sample band of serving
+    times, its fast end no faster than the roofline."""
+    low, high = calibration.serving_band()
+    total = seconds["total"]
+    return Estimate(max(total * low, min(seconds["roofline"], total)), total, total * high)
 
 
 def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
                       context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> Estimate:
-    """Generated tokens per second, all sequences together, in steady decoding.
-
-    Each step reads the weights and the KV cache once (memory time, at the achieved fraction of
-    bandwidth) and does 2N + 4*L*s*d FLOPs per sequence (compute time, at the prefill fraction
-    of peak); the step takes the longer of the two (roofline, Williams et al. 2009), plus, with
-    ``n_gpus`` > 1, the tensor-parallel all-reduces, which do not overlap with it.
-    """
-    g = gpus.get(gpu)
-    flops, read_bytes = decode_step(model, batch_size=batch_size, context_len=context_len,
-                                    weight_dtype=weight_dtype, kv_dtype=kv_dtype, n_gpus=n_gpus)
-    step = _roofline_band(flops, g.peak_flops(compute_dtype(g, weight_dtype)),
-                          efficiency("prefill_compute", g.architecture, weight_dtype), read_bytes, g.memory_bandwidth,
-                          efficiency("decode_bandwidth", g.architecture, weight_dtype),
-                          tensor_parallel_time(model, g, n_gpus, batch_size))
-    return step.map(lambda t: batch_size / t)
+    """Generated tokens per second, all sequences together, in steady decoding: the batch over
+    one engine step (:func:`serving.decode_seconds`: weights and KV cache read, compute, their
+    partial overlap, a fixed cost per layer, tensor-parallel all-reduces), with the band of the
+    step model's out-of-sample errors on published decoding speeds."""
+    step = serving.decode_seconds(model, gpu, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
+                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    return _banded(step).map(lambda t: batch_size / t)
 
 
 def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, n_gpus: int = 1,
                  batch_size: int = 1, dtype: str = "bf16") -> Estimate:
-    """Seconds to process a prompt (time to first token, without queueing).
-
-    FLOPs: 2N per token plus causal attention, 2*L*s^2*d per sequence; the weights must also be
-    read once. The longer of compute and memory time at the calibrated efficiencies, plus the
-    tensor-parallel all-reduces over all prompt tokens.
-    """
-    g, m = gpus.get(gpu), as_model(model)
-    check_positive("prompt_len", prompt_len, integer=True)
-    check_positive("batch_size", batch_size, integer=True)
-    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
-    flops = batch_size * (2 * m.n_active_params * prompt_len + 2 * m.n_layers * prompt_len**2 * m.d_model) / n_gpus
-    return _roofline_band(flops, g.peak_flops(compute_dtype(g, dtype)), efficiency("prefill_compute", g.architecture, dtype),
-                          inference(m, weight_dtype=dtype, tp=n_gpus).weights, g.memory_bandwidth,
-                          efficiency("decode_bandwidth", g.architecture, dtype),
-                          tensor_parallel_time(m, g, n_gpus, batch_size * prompt_len))
+    """Seconds to process a prompt (time to first token, without queueing): one prefill step
+    (:func:`serving.prefill_seconds`) of ``dtype`` weights, with the band of its out-of-sample
+    errors on published first-token latencies."""
+    check_dtype(dtype, name="dtype")
+    seconds = serving.prefill_seconds(model, gpu, prompt_len, n_gpus=n_gpus, batch_size=batch_size, weight_dtype=dtype,
+                                      kv_dtype=serving_kv_dtype(dtype))
+    return _banded(seconds)

@@ -4,7 +4,7 @@ and changes nothing global; :func:`use_book_style` is applied only when a notebo
 import matplotlib as mpl
 import pandas as pd
 from matplotlib.axes import Axes
-from matplotlib.ticker import NullLocator
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .gpus import GPU
 from .memory import COMPONENTS, MemoryBreakdown
@@ -159,6 +159,11 @@ def validation_scatter(ax: Axes, published: list[float], low: list[float], expec
         ax.plot([lo, hi], [lo * f, hi * f], color="0.6", linewidth=0.8, linestyle=":")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel=f"published {unit}",
            ylabel=f"predicted {unit} (band)")
+    subs = (1, 2, 5) if hi / lo < 100 else (1,)  # plain labels, 1-2-5 within two decades, never crowded minor ones
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(subs=subs))
+        axis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+        axis.set_minor_formatter(NullFormatter())
     if any(groups):
         ax.legend(fontsize=7)
     ax.set_title(title, fontsize=10)

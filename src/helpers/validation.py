@@ -4,13 +4,13 @@ Training (``data/training_runs.csv``): steady-state throughput of runs with a st
 against the step model (:mod:`calibration`, which keeps calibration and test rows apart), and
 GPU-hours of whole runs against :func:`compute.training_time`.
 
-Inference (``data/inference_runs.csv``): batch-1 decoding speed and time to first token, each
-predicted by :func:`compute.decode_throughput` or :func:`compute.prefill_time` with defaults.
+Inference (``data/inference_runs.csv``): decoding speed, time to first token and static-batch
+throughput against the serving step model (:mod:`serving`), calibration and test rows apart.
 """
 
 import pandas as pd
 
-from . import _data, calibration, comm, compute, gpus, planner, scaling, steptime
+from . import _data, calibration, comm, compute, gpus, planner, scaling, serving, steptime
 from .units import HOUR
 
 
@@ -67,32 +67,34 @@ def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
 
 
 def inference_runs() -> pd.DataFrame:
-    """Every published inference measurement with the default prediction: decoding in tokens/s
-    per sequence (batch 1), prefill in seconds to the first token. For decoding, the fraction of
-    peak memory bandwidth the published speed implies (bytes read per step times steps per second)."""
-    rows = []
-    for _, row in _data.table("inference_runs").iterrows():
-        n = int(row["n_gpus"])
-        if row["kind"] == "decode":
-            band = compute.decode_throughput(row["model"], row["gpu"], n_gpus=n, batch_size=int(row["batch_size"]),
-                                             context_len=int(row["context_len"]), weight_dtype=row["weight_dtype"],
-                                             kv_dtype=row["kv_dtype"])
-            published = row["value"] if row["metric"] == "tokens_per_s" else 1000 / row["value"]
-            unit = "tokens/s"
-            _, read = compute.decode_step(row["model"], batch_size=int(row["batch_size"]),
-                                          context_len=int(row["context_len"]), weight_dtype=row["weight_dtype"],
-                                          kv_dtype=row["kv_dtype"], n_gpus=n)
-            achieved = published / int(row["batch_size"]) * read / gpus.get(row["gpu"]).memory_bandwidth
+    """Every published inference measurement against the serving step model with its stored
+    parameters (:mod:`serving`; fitted on the calibration rows only): decoding speed in tokens/s
+    of all sequences, prefill in seconds to the first token, static batches in output tokens/s per
+    GPU. The band comes from leave-one-group-out errors, no faster than the roofline; ``error`` is predicted / published - 1 in the row's unit."""
+    rows = calibration.serving_runs()
+    cal, (low, high) = serving.default_calibration(), calibration.serving_band()
+    out = []
+    for (_, row), seconds in zip(rows.iterrows(), calibration.predict_serving(rows, cal)):
+
+        floor = sum(s.seconds(cal)["roofline"].sum() for s in row["steps"])
+        times = (max(seconds * low, min(floor, seconds)), seconds, seconds * high)
+        batch, n = int(row["batch_size"]), int(row["n_gpus"])
+        if row["kind"] == "prefill":
+            unit, convert = "s", lambda t: t
+        elif row["kind"] == "decode":
+            unit, convert = "tokens/s", lambda t, b=batch: b / t
         else:
-            band = compute.prefill_time(row["model"], row["gpu"], int(row["prompt_len"]), n_gpus=n,
-                                        batch_size=int(row["batch_size"]), dtype=row["weight_dtype"])
-            published, unit, achieved = row["value"] / 1000, "s", None
-        rows.append({"id": row["id"], "kind": row["kind"], "model": row["model"], "GPU": row["gpu"], "GPUs": n,
-                     "weights": row["weight_dtype"], "unit": unit, "published": published, "band low": band.low,
-                     "expected": band.expected, "band high": band.high, "inside band": band.contains(published),
-                     "error": band.expected / published - 1, "bandwidth fraction": achieved,
-                     "framework": row["framework"], "source": row["source"]})
-    return pd.DataFrame(rows)
+            output = int(row["context_len"]) - int(row["prompt_len"])
+            unit, convert = "tokens/s per GPU", lambda t, b=batch, o=output, n=n: b * o / t / n
+        published, (slow, expected, fast) = convert(row["published"]), (convert(t) for t in times)
+        low_end, high_end = sorted((slow, fast))
+        out.append({"id": row["id"], "kind": row["kind"], "split": row["split"], "group": row["group"],
+                    "model": row["model"], "GPU": row["gpu"], "GPUs": n, "weights": row["weight_dtype"], "batch": batch,
+                    "prompt": int(row["prompt_len"]), "context": int(row["context_len"]), "unit": unit,
+                    "published": published, "band low": low_end, "expected": expected, "band high": high_end,
+                    "inside band": low_end <= published <= high_end, "error": expected / published - 1,
+                    "framework": row["framework"], "source": row["source"]})
+    return pd.DataFrame(out)
 
 
 def communication_runs() -> pd.DataFrame:

@@ -1,0 +1,279 @@
+"""Decoding and prompt processing as inference engines run them, one engine step at a time.
+
+A step on each GPU of a tensor-parallel group of ``n_gpus`` takes, in seconds:
+
+- **memory**: every weight the batch uses and every sequence's KV cache, read once, at a fitted
+  fraction of peak bandwidth. An MoE layer reads only the experts its tokens were routed to: for
+  B tokens each choosing k of E experts, E(1 - (1 - k/E)^B) distinct experts in expectation
+  (independent uniform routing). Weight-only formats (int8, int4, nf4) stream at their kernels'
+  own fitted efficiency, because every weight is dequantized on its way to the tensor cores.
+- **compute**: 2 FLOPs per active parameter per token plus attention (4·L·s·d per generated
+  token at context s; 2·L·s²·d per prompt of s tokens, causal), at a fitted fraction of the dense
+  peak of the architecture; weight-only formats compute in 16 bits.
+- the two overlap only partly: max(compute, memory) + (1 - overlap)·min(compute, memory), with
+  ``overlap`` fitted (1 would be the roofline's perfect overlap, Williams et al. 2009).
+- **fixed**: a fitted time per layer per step for kernel launches and the ramp-up and tail of
+  small kernels (about ten kernels a layer at a few microseconds each; NVIDIA, 'Getting Started
+  with CUDA Graphs', 2019).
+- **tensor_parallel**: two all-reduces per layer of the step's 16-bit activations (Shoeybi et al.
+  2019, arXiv:1909.08053, Sec. 3), latency plus bandwidth at the real message size
+  (:func:`comm.allreduce_time`), not hidden behind compute.
+
+Under grouped-query attention a decoding kernel that shares each KV head across its group of
+query heads reads the cache once (TensorRT-LLM's XQA kernel, 'another optimization for MQA/GQA in
+generation phase', docs/source/gpt_attention.md, from v0.7; FlashInfer; vLLM). Older kernels
+read it once per query head, and a fitted share ``kv_rereads`` of those extra reads misses the
+cache: the KV traffic is 1 + (g - 1)·kv_rereads times the cache for groups of g query heads.
+
+A batch served with static batching (TensorRT-LLM's gptSessionBenchmark, for instance) takes one
+prefill step over all prompts, then one decoding step per further output token at a context one
+longer each time; its output throughput is batch x output tokens over that time.
+
+The parameters are fitted on the calibration rows of ``data/inference_runs.csv``
+(:func:`calibration.fit_serving`); bands come from leave-one-group-out errors.
+"""
+
+from dataclasses import dataclass, fields
+from functools import cache
+
+import numpy as np
+
+from . import _data, comm, gpus
+from .estimate import Estimate
+from .gpus import GPU
+from .memory import KV_DTYPES, as_model, check_split, kv_cache_per_token, quantized_weight_bytes
+from .models import Model
+from .units import DTYPES, check_bool, check_dtype, check_positive, check_result
+
+#: Weight formats that are dequantized inside the matrix kernels, and the kernel family whose
+#: fitted efficiency each uses (nf4 has no published decode speed here, so it borrows int4's).
+WEIGHT_ONLY_FORMATS = {"int8": "int8", "int4": "int4", "nf4": "int4"}
+#: Bytes of each activation element all-reduced between tensor-parallel GPUs.
+ACTIVATION_BYTES = 2
+
+
+@dataclass(frozen=True)
+class ServingCalibration:
+    """Fitted parameters of the step model (see the module docstring): the fraction of peak
+    bandwidth streaming reaches, of dense peak compute reaches per architecture, how much the two
+    overlap, the fixed seconds per layer and step, and weight-only kernels' streaming efficiency."""
+
+    bandwidth_fraction: float = 0.8
+    overlap: float = 0.5
+    layer_seconds: float = 50e-6
+    kv_rereads: float = 0.0
+    compute_fraction: tuple[tuple[str, float], ...] = ()
+    kernel_efficiency: tuple[tuple[str, float], ...] = ()
+
+    def __post_init__(self) -> None:
+        for name, value in (("bandwidth_fraction", self.bandwidth_fraction), ("overlap", self.overlap),
+                            ("kv_rereads", self.kv_rereads),
+                            *((f"compute_fraction[{k}]", v) for k, v in self.compute_fraction),
+                            *((f"kernel_efficiency[{k}]", v) for k, v in self.kernel_efficiency)):
+            check_positive(name, value, allow_zero=name in ("overlap", "kv_rereads"))
+            if value > 1:
+                raise ValueError(f"{name} is a fraction, at most 1, got {value}")
+        check_positive("layer_seconds", self.layer_seconds, allow_zero=True)
+
+    def compute_for(self, architecture: str) -> float:
+        """Fraction of dense peak for ``architecture``; the mean of the fitted ones for an
+        architecture no calibration row ran on."""
+        values = dict(self.compute_fraction)
+        return values.get(architecture, float(np.mean(list(values.values()))) if values else 0.6)
+
+    def kernel_for(self, weight_dtype: str) -> float:
+        """Streaming efficiency of ``weight_dtype``'s kernels relative to 16-bit weights (1 for
+        formats the tensor cores read directly)."""
+        family = WEIGHT_ONLY_FORMATS.get(weight_dtype)
+        return 1.0 if family is None else dict(self.kernel_efficiency).get(family, 1.0)
+
+    def to_entries(self) -> list[tuple[str, float]]:
+        """(parameter, value) rows as ``data/calibration.csv`` stores them, prefixed ``serving/``."""
+        out = [(f"serving/{f.name}", getattr(self, f.name)) for f in fields(self)
+               if not isinstance(getattr(self, f.name), tuple)]
+        out += [(f"serving/compute_fraction/{k}", v) for k, v in self.compute_fraction]
+        return out + [(f"serving/kernel_efficiency/{k}", v) for k, v in self.kernel_efficiency]
+
+    @classmethod
+    def from_entries(cls, values: dict[str, float]) -> "ServingCalibration":
+        """The inverse of :meth:`to_entries`."""
+        pairs = {k[len("serving/"):]: v for k, v in values.items() if k.startswith("serving/")}
+        grouped = {name: tuple((k.split("/", 1)[1], v) for k, v in pairs.items() if k.startswith(name + "/"))
+                   for name in ("compute_fraction", "kernel_efficiency")}
+        return cls(pairs["bandwidth_fraction"], pairs["overlap"], pairs["layer_seconds"], pairs["kv_rereads"], **grouped)
+
+
+@cache
+def default_calibration() -> ServingCalibration:
+    """The parameters in ``data/calibration.csv`` (written by ``scripts/calibrate.py``)."""
+    table = _data.table("calibration")
+    return ServingCalibration.from_entries(dict(zip(table["parameter"], table["value"].astype(float))))
+
+
+@dataclass(frozen=True)
+class Steps:
+    """Per-GPU work of a sequence of engine steps, one array element per step: FLOPs, bytes of
+    the weights read, KV-cache bytes, and the seconds of tensor-parallel all-reduces; with the
+    GPU's peaks, the model's depth, and ``kv_group``, the query heads per KV head when the
+    attention kernel reads the cache once per query head (1 when it shares it)."""
+
+    flops: np.ndarray
+    weight_bytes: np.ndarray
+    kv_bytes: np.ndarray
+    tensor_parallel: np.ndarray
+    peak_flops: float
+    bandwidth: float
+    n_layers: int
+    architecture: str
+    weight_dtype: str
+    kv_group: int = 1
+
+    def seconds(self, calibration: ServingCalibration | None = None) -> dict[str, np.ndarray]:
+        """Each term of every step (see the module docstring), their ``total``, and the
+        ``roofline``: the least time physics allows, the longer of FLOPs at peak and bytes at peak
+        bandwidth."""
+        cal = calibration or default_calibration()
+        compute = self.flops / (self.peak_flops * cal.compute_for(self.architecture))
+        stream = self.bandwidth * cal.bandwidth_fraction
+        kv = self.kv_bytes * (1 + (self.kv_group - 1) * cal.kv_rereads)
+        memory = self.weight_bytes / (stream * cal.kernel_for(self.weight_dtype)) + kv / stream
+        busy = np.maximum(compute, memory) + (1 - cal.overlap) * np.minimum(compute, memory)
+        fixed = np.full_like(busy, self.n_layers * cal.layer_seconds)
+        roofline = np.maximum(self.flops / self.peak_flops, (self.weight_bytes + self.kv_bytes) / self.bandwidth)
+        return {"compute": compute, "memory": memory, "busy": busy, "fixed": fixed,
+                "tensor_parallel": self.tensor_parallel, "total": busy + fixed + self.tensor_parallel,
+                "roofline": roofline}
+
+
+def compute_dtype(gpu: "GPU | str", dtype: str) -> str:
+    """The tensor-core format a model stored as ``dtype`` computes in: FP8 where both the weights
+    and the GPU have it, else BF16 (FP16 on GPUs without BF16); weight-only formats (int8, int4,
+    nf4) are dequantized to 16 bits."""
+    gpu = gpus.get(gpu)
+    check_dtype(dtype)
+    if dtype == "fp8" and gpu.supports("fp8"):
+        return "fp8"
+    return "bf16" if gpu.supports("bf16") else "fp16"
+
+
+def experts_read(model: Model, tokens: int) -> float:
+    """Expected distinct experts per MoE layer that ``tokens`` tokens route to, each choosing
+    ``experts_per_token`` of ``n_experts`` uniformly: E(1 - (1 - k/E)^tokens); 1 for dense models."""
+    e, k = model.n_experts, model.experts_per_token
+    return e * (1 - (1 - k / e) ** tokens) if model.is_moe else 1.0
+
+
+def weight_share_read(model: Model, tokens: int) -> float:
+    """Share of the stored weights a step over ``tokens`` tokens reads: all of them for a dense
+    model; for an MoE model the shared part and the experts routed to (:func:`experts_read`), with
+    each expert's size from the published total and active counts."""
+    if not model.is_moe:
+        return 1.0
+    e, k = model.n_experts, model.experts_per_token
+    expert = (model.n_params - model.n_active_params) / (e - k)  # parameters of one expert, all layers
+    shared = model.n_params - e * expert
+    return (shared + experts_read(model, tokens) * expert) / model.n_params
+
+
+def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, tokens: int) -> Estimate:
+    """Seconds of tensor-parallel communication for one forward pass over ``tokens`` tokens: two
+    all-reduces of the 16-bit activations per layer (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3),
+    over the GPUs' NVLink domain or else PCIe (:func:`comm.gpu_link`); 0 on one GPU."""
+    m = as_model(model)
+    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    check_positive("tokens", tokens)
+    message = check_result(tokens * m.d_model * ACTIVATION_BYTES, tokens=tokens)
+    return comm.allreduce_time(message, n_gpus, comm.gpu_link(gpu, n_gpus)) * (2 * m.n_layers)
+
+
+def _checked(model, gpu, n_gpus, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
+    m, g = as_model(model), gpus.get(gpu)
+    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
+    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    return m, g
+
+
+def _steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: str, kv_dtype: str,
+           flops, weight_share, kv_tokens, tp_tokens: int, kv_group: int = 1) -> Steps:
+    """:class:`Steps` from per-sequence FLOPs and KV tokens (arrays over steps)."""
+    kv_share = -(-m.n_kv_heads // n_gpus) / m.n_kv_heads  # KV heads split over the group, replicated beyond it
+    weights = quantized_weight_bytes(m, weight_dtype) / n_gpus
+    flops = np.atleast_1d(np.asarray(flops, dtype=float)) * batch_size / n_gpus
+    return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
+                 kv_bytes=kv_cache_per_token(m, kv_dtype) * kv_share * batch_size * np.asarray(kv_tokens, dtype=float),
+                 tensor_parallel=np.full(flops.shape, tensor_parallel_time(m, g, n_gpus, tp_tokens).expected),
+                 peak_flops=g.peak_flops(compute_dtype(g, weight_dtype)), bandwidth=g.memory_bandwidth,
+                 n_layers=m.n_layers, architecture=g.architecture, weight_dtype=weight_dtype, kv_group=kv_group)
+
+
+def _decode_steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: str, kv_dtype: str,
+                  context: np.ndarray, grouped_kv_kernel: bool) -> Steps:
+    flops = 2 * m.n_active_params + 4 * m.n_layers * m.d_model * context
+    return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size),
+                  context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads)
+
+
+def decode_steps(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+                 context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                 grouped_kv_kernel: bool = True) -> Steps:
+    """One decoding step of ``batch_size`` sequences at ``context_len`` tokens of context;
+    ``grouped_kv_kernel`` False for attention kernels that read the KV cache once per query head."""
+    m, g = _checked(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    check_positive("batch_size", batch_size, integer=True)
+    check_positive("context_len", context_len, integer=True)
+    check_bool("grouped_kv_kernel", grouped_kv_kernel)
+    return _decode_steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, np.array([float(context_len)]),
+                         grouped_kv_kernel)
+
+
+def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, n_gpus: int = 1,
+                  batch_size: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> Steps:
+    """One step processing ``batch_size`` prompts of ``prompt_len`` tokens: the weights read once,
+    the KV cache written once, causal attention."""
+    m, g = _checked(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    check_positive("prompt_len", prompt_len, integer=True)
+    check_positive("batch_size", batch_size, integer=True)
+    flops = 2 * m.n_active_params * prompt_len + 2 * m.n_layers * m.d_model * prompt_len**2
+    return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops,
+                  weight_share_read(m, batch_size * prompt_len), prompt_len, batch_size * prompt_len)
+
+
+def decode_seconds(model: "Model | str | float", gpu: "GPU | str", *, calibration: ServingCalibration | None = None,
+                   **kwargs) -> dict[str, float]:
+    """Seconds of one decoding step, term by term (arguments of :func:`decode_steps`)."""
+    return {k: float(v[0]) for k, v in decode_steps(model, gpu, **kwargs).seconds(calibration).items()}
+
+
+def prefill_seconds(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *,
+                    calibration: ServingCalibration | None = None, **kwargs) -> dict[str, float]:
+    """Seconds to process the prompts (time to first token, unloaded), term by term."""
+    return {k: float(v[0]) for k, v in prefill_steps(model, gpu, prompt_len, **kwargs).seconds(calibration).items()}
+
+
+def static_batch_steps(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+                       prompt_len: int = 128, output_len: int = 128, weight_dtype: str = "bf16",
+                       kv_dtype: str = "bf16", grouped_kv_kernel: bool = True) -> tuple[Steps, Steps]:
+    """The steps of one static batch: a prefill of every prompt (which yields the first output
+    token), then ``output_len`` - 1 decoding steps at contexts prompt_len + 1, + 2, ..."""
+    check_positive("output_len", output_len, integer=True)
+    check_bool("grouped_kv_kernel", grouped_kv_kernel)
+    prefill = prefill_steps(model, gpu, prompt_len, n_gpus=n_gpus, batch_size=batch_size,
+                            weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+    context = prompt_len + np.arange(1.0, output_len)
+    return prefill, _decode_steps(as_model(model), gpus.get(gpu), n_gpus, batch_size, weight_dtype, kv_dtype, context,
+                                  grouped_kv_kernel)
+
+
+def static_batch_seconds(model: "Model | str | float", gpu: "GPU | str", *,
+                         calibration: ServingCalibration | None = None, **kwargs) -> float:
+    """Seconds to serve one static batch (arguments of :func:`static_batch_steps`)."""
+    return float(sum(s.seconds(calibration)["total"].sum() for s in static_batch_steps(model, gpu, **kwargs)))
+
+
+def static_batch_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+                            prompt_len: int = 128, output_len: int = 128, **kwargs) -> float:
+    """Output tokens per second per GPU of a static batch (:func:`static_batch_seconds`)."""
+    seconds = static_batch_seconds(model, gpu, n_gpus=n_gpus, batch_size=batch_size, prompt_len=prompt_len,
+                                   output_len=output_len, **kwargs)
+    return batch_size * output_len / seconds / n_gpus

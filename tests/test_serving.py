@@ -1,0 +1,140 @@
+"""The serving step model: each term against a hand calculation, its physics as properties, and
+its published figures (out-of-sample errors are in test_compute)."""
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import calibration, comm, gpus, memory, models, serving
+from helpers.serving import ServingCalibration
+
+#: A calibration with round numbers, so that every term can be computed by hand.
+ROUND = ServingCalibration(bandwidth_fraction=0.9, overlap=0.0, layer_seconds=50e-6, kv_rereads=0.5,
+                           compute_fraction=(("Ampere", 0.8), ("Hopper", 0.5)), kernel_efficiency=(("int4", 0.6),))
+
+
+def test_decode_step_of_llama2_7b_by_hand():
+    """Batch 4 at 1,024 tokens on one A100: weights 2N bytes plus 4 x 1,024 x 512 KiB of KV cache at
+    90 % of 2.039 TB/s, 4 x (2N + 4·L·s·d) FLOPs at 80 % of 312 TFLOP/s, added (no overlap), and
+    32 layers x 50 us."""
+    m, a100 = models.get("llama-2-7b"), gpus.get("A100 80GB")
+    t = serving.decode_seconds(m, a100, batch_size=4, context_len=1024, calibration=ROUND)
+    kv = 4 * 1024 * 2 * 32 * 4096 * 2
+    assert t["memory"] == pytest.approx((2 * m.n_params + kv) / (0.9 * 2.039e12))
+    assert t["compute"] == pytest.approx(4 * (2 * m.n_params + 4 * 32 * 1024 * 4096) / (0.8 * 312e12))
+    assert t["fixed"] == pytest.approx(32 * 50e-6)
+    assert t["total"] == pytest.approx(t["memory"] + t["compute"] + t["fixed"])
+    assert t["roofline"] == pytest.approx((2 * m.n_params + kv) / 2.039e12)  # memory-bound at 100 % of peak
+
+
+def test_overlap_runs_from_the_sum_to_the_roofline_maximum():
+    kw = dict(batch_size=256, context_len=512)
+    apart = serving.decode_seconds("llama-2-7b", "H100", calibration=ROUND, **kw)
+    together = serving.decode_seconds("llama-2-7b", "H100", calibration=ServingCalibration(**{**ROUND.__dict__, "overlap": 1.0}), **kw)
+    assert apart["busy"] == pytest.approx(apart["compute"] + apart["memory"])
+    assert together["busy"] == pytest.approx(max(together["compute"], together["memory"]))
+
+
+def test_weight_only_formats_stream_at_their_kernel_efficiency():
+    """int4 weights: 4.25 bits per weight, read at 60 % of the 16-bit streaming rate; compute in BF16."""
+    m = models.get("llama-2-7b")
+    t = serving.decode_seconds(m, "A100 80GB", weight_dtype="int4", context_len=1, calibration=ROUND)
+    kv = 2 * 32 * 4096 * 2
+    assert t["memory"] == pytest.approx(memory.quantized_weight_bytes(m, "int4") / (0.9 * 0.6 * 2.039e12) + kv / (0.9 * 2.039e12))
+    assert serving.compute_dtype("A100 80GB", "int8") == "bf16" and serving.compute_dtype("H100", "fp8") == "fp8"
+    assert serving.compute_dtype("V100", "bf16") == "fp16"
+
+
+def test_moe_decoding_reads_only_the_experts_its_tokens_route_to():
+    """Mixtral 8x7B, top-2 of 8: one token reads 2 experts, two tokens 8(1 - 0.75^2) = 3.5 in
+    expectation, a large batch all 8; the weights read follow, from the published 12.9B active
+    of 46.7B."""
+    m = models.get("mixtral-8x7b")
+    assert serving.experts_read(m, 1) == pytest.approx(2)
+    assert serving.experts_read(m, 2) == pytest.approx(3.5)
+    assert serving.experts_read(m, 10_000) == pytest.approx(8)
+    assert serving.weight_share_read(m, 1) == pytest.approx(m.n_active_params / m.n_params)
+    assert serving.weight_share_read(m, 10_000) == pytest.approx(1)
+    assert serving.weight_share_read(models.get("llama-2-7b"), 1) == 1
+
+
+def test_an_attention_kernel_without_grouped_kv_rereads_the_cache():
+    """Llama 2 70B has 8 query heads per KV head: a kernel reading the cache per query head moves
+    1 + 7 x 0.5 times the KV bytes under ROUND; Llama 2 7B (one query head per KV head) no more."""
+    kw = dict(batch_size=64, context_len=4096, calibration=ROUND)
+    for name, factor in (("llama-2-70b", 4.5), ("llama-2-7b", 1.0)):
+        steps = serving.decode_steps(name, "H100", batch_size=64, context_len=4096, grouped_kv_kernel=False)
+        weights = steps.weight_bytes[0] / (3.35e12 * 0.9)
+        shared = serving.decode_seconds(name, "H100", **kw)["memory"] - weights
+        reread = serving.decode_seconds(name, "H100", grouped_kv_kernel=False, **kw)["memory"] - weights
+        assert reread == pytest.approx(factor * shared)
+
+
+def test_tensor_parallel_all_reduces_are_latency_bound_at_batch_1():
+    """Two all-reduces per layer of one token's 16-bit activations: 160 for Llama 2 70B, each the
+    ring's 2(n - 1) hops plus a launch over NVLink (comm.alpha_beta)."""
+    t = serving.tensor_parallel_time("llama-2-70b", "A100 80GB", 8, 1).expected
+    assert t == pytest.approx(160 * comm.allreduce_time(8192 * 2, 8, "nvlink3").expected)
+    assert serving.tensor_parallel_time("llama-2-70b", "A100 80GB", 1, 1).expected == 0
+
+
+def test_a_static_batch_is_one_prefill_then_a_step_per_further_token():
+    kw = dict(batch_size=8, prompt_len=100, weight_dtype="fp8", kv_dtype="fp8", calibration=ROUND)
+    prefill = serving.prefill_seconds("llama-2-7b", "H100", 100, batch_size=8, weight_dtype="fp8", kv_dtype="fp8",
+                                      calibration=ROUND)["total"]
+    assert serving.static_batch_seconds("llama-2-7b", "H100", output_len=1, **kw) == pytest.approx(prefill)
+    steps = sum(serving.decode_seconds("llama-2-7b", "H100", batch_size=8, context_len=100 + k, weight_dtype="fp8",
+                                       kv_dtype="fp8", calibration=ROUND)["total"] for k in (1, 2, 3))
+    assert serving.static_batch_seconds("llama-2-7b", "H100", output_len=4, **kw) == pytest.approx(prefill + steps)
+
+
+def test_static_batches_reproduce_tensorrt_llm_within_the_band():
+    """TensorRT-LLM v0.6.1 on one H100 in FP8: Llama 2 7B, 768 prompts of 128 tokens, 128 out:
+    19,694 output tokens/s; the stored calibration was fitted on this table (out of sample: test_compute)."""
+    low, high = calibration.serving_band()
+    tps = serving.static_batch_throughput("llama-2-7b", "H100", batch_size=768, prompt_len=128, output_len=128,
+                                          weight_dtype="fp8", kv_dtype="fp8", grouped_kv_kernel=False)
+    assert 19694 / high <= tps <= 19694 / low
+    assert tps == pytest.approx(19694, rel=0.1)
+
+
+def test_the_fitted_parameters_are_physical():
+    """Streaming below peak, Hopper's tensor cores further from their (higher) peak than Ampere's,
+    a fixed cost per layer of tens of microseconds, dequantizing kernels slower than 16-bit ones."""
+    cal = serving.default_calibration()
+    assert 0.7 < cal.bandwidth_fraction <= 0.95
+    assert cal.compute_for("Hopper") < cal.compute_for("Ampere") <= 0.9
+    assert 10e-6 < cal.layer_seconds < 150e-6
+    assert cal.kernel_for("int4") < cal.kernel_for("int8") < 1 and cal.kernel_for("fp8") == 1
+    assert cal.compute_for("Ada") == pytest.approx((cal.compute_for("Hopper") + cal.compute_for("Ampere")) / 2)
+
+
+@settings(max_examples=60, deadline=None)
+@given(model=st.sampled_from(["llama-2-7b", "llama-2-70b", "mixtral-8x7b", "llama-3-8b"]),
+       gpu=st.sampled_from(["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S-48GB", "RTX-4090-24GB"]),
+       tp=st.sampled_from([1, 2, 8]), batch=st.integers(1, 2048), extra=st.integers(1, 2048),
+       context=st.integers(1, 32768), dtype=st.sampled_from(["bf16", "fp8", "int4"]))
+def test_batching_never_lowers_throughput_and_every_term_is_non_negative(model, gpu, tp, batch, extra, context, dtype):
+    """Weights are read once per step whatever the batch, so tokens per second of all sequences
+    never fall as the batch grows (MoE reads more experts, but fewer than the batch grows)."""
+    kw = dict(n_gpus=tp, context_len=context, weight_dtype=dtype)
+    small = serving.decode_seconds(model, gpu, batch_size=batch, **kw)
+    large = serving.decode_seconds(model, gpu, batch_size=batch + extra, **kw)
+    assert (batch + extra) / large["total"] >= batch / small["total"] * (1 - 1e-9)
+    assert large["total"] >= small["total"] >= small["roofline"] > 0
+    assert all(v >= 0 for v in small.values())
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: serving.decode_steps("llama-2-7b", "H100", grouped_kv_kernel="yes"), "grouped_kv_kernel"),
+    (lambda: serving.static_batch_seconds("llama-2-7b", "H100", output_len=0), "output_len"),
+    (lambda: serving.prefill_steps("llama-2-7b", "H100", 0), "prompt_len"),
+    (lambda: serving.decode_steps("llama-2-7b", "H100", context_len=1.5), "context_len"),
+    (lambda: serving.decode_steps("llama-2-7b", "H100", kv_dtype="int4"), "kv_dtype"),
+    (lambda: ServingCalibration(bandwidth_fraction=1.5), "bandwidth_fraction is a fraction"),
+    (lambda: ServingCalibration(layer_seconds=-1), "layer_seconds"),
+    (lambda: serving.compute_dtype("H100", "q4"), "q4"),
+])
+def test_bad_input_is_refused_by_name(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
