@@ -46,3 +46,29 @@ def test_allreduce_time_grows_with_size_and_gpus(size, n):
     t = comm.allreduce_time(size, n, "nvlink4").expected
     assert comm.allreduce_time(size * 2 + 1, n, "nvlink4").expected >= t
     assert comm.allreduce_time(size, n + 1, "nvlink4").expected >= t
+
+
+def test_nvls_all_reduce_beats_the_line_rate_on_8_hopper_gpus():
+    """NVLink SHARP adds in the switch: 8 H100 reach about 480 GB/s of bus bandwidth (NCCL
+    maintainer, nccl-tests issue 212; fitted) and 8 H200 475 GB/s (nccl-tests issue 272; not fitted),
+    above the 450 GB/s line rate; with NCCL_ALGO=RING the same GPUs reach 370 GB/s."""
+    size = 4e9
+    auto = comm.bus_bandwidth("allreduce", size, 8, comm.allreduce_time(size, 8, "nvlink4").expected) / 1e9
+    ring = comm.bus_bandwidth("allreduce", size, 8, comm.allreduce_time(size, 8, "nvlink4", algorithm="ring").expected) / 1e9
+    assert auto == pytest.approx(475, rel=0.03) and auto > 450
+    assert ring == pytest.approx(370, rel=0.02)
+    assert comm.allreduce_time(size, 8, "nvlink4") == comm.allreduce_time(size, 8, "nvlink4", algorithm="nvls")
+
+
+def test_auto_takes_the_ring_where_it_is_faster():
+    """NVLS pays 23 us up front and moves S bytes per GPU whatever n; the ring moves 2(n-1)/n S. So
+    small messages and pairs of GPUs stay on the ring, and NVLink 3 (no SHARP) never leaves it."""
+    for size, n in ((16384, 8), (1e9, 2)):
+        assert comm.allreduce_time(size, n, "nvlink4") == comm.allreduce_time(size, n, "nvlink4", algorithm="ring")
+    assert comm.allreduce_time(1e9, 8, "nvlink3") == comm.allreduce_time(1e9, 8, "nvlink3", algorithm="ring")
+    nvls = comm.allreduce_time(1e9, 8, "nvlink4", algorithm="nvls").expected
+    assert nvls == pytest.approx(comm.NVLS_LATENCY + 1e9 / (450e9 * 0.611))
+    with pytest.raises(ValueError, match="needs NVLink SHARP, which nvlink3"):
+        comm.allreduce_time(1e9, 8, "nvlink3", algorithm="nvls")
+    with pytest.raises(ValueError, match="one NVSwitch domain only"):
+        comm.multinode_allreduce_time(1e9, 2, 8, "nvlink4", "ib-ndr", nics_per_node=8, algorithm="nvls")

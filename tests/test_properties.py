@@ -141,7 +141,8 @@ def test_collective_time_is_clean_or_rejected(case):
 @FAST
 @given(spoiled(dict(n_bytes=st.floats(0, 1e15), n_nodes=st.integers(1, 4096), gpus_per_node=st.integers(1, 16),
                     intra=st.sampled_from(comm.links()), inter=st.sampled_from(["ib-edr", "ib-hdr", "ib-ndr", "ib-xdr"]),
-                    nics_per_node=st.integers(1, 16), algorithm=st.sampled_from(comm.ALGORITHMS))))
+                    nics_per_node=st.integers(1, 16), algorithm=st.sampled_from(comm.ALGORITHMS)),
+               adjust=lambda kw: kw | dict(n_nodes=1, intra="nvlink4") if kw["algorithm"] == "nvls" else kw))
 def test_multinode_allreduce_time_is_clean_or_rejected(case):
     clean_or_named_error(comm.multinode_allreduce_time, case)
 

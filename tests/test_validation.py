@@ -233,7 +233,7 @@ CASES = [
     (comm.collective_time, dict(collective="gather", n_bytes=1e9, n_gpus=8, link_or_name="nvlink4"),
      r"collective='gather' is not supported; choose one of allreduce"),
     (comm.allreduce_time, dict(n_bytes=1e9, n_gpus=8, link_or_name="nvlink4", algorithm="butterfly"),
-     r"algorithm='butterfly' is not supported; choose one of ring, tree"),
+     r"algorithm='butterfly' is not supported; choose one of auto, ring, tree, nvls"),
     (comm.multinode_allreduce_time, dict(n_bytes=1e9, n_nodes=2, gpus_per_node=8, intra="nvlink4", inter="ib-ddr"),
      r"inter='ib-ddr': unknown link 'ib-ddr'"),
     (comm.multinode_allreduce_time, dict(n_bytes=1e9, n_nodes=2, gpus_per_node=8, intra="nvlnk4", inter="ib-ndr"),

@@ -14,11 +14,22 @@ comparable with the link's bandwidth whatever n is.
 (NVIDIA/nccl issue 583) and 19.2 us on 8 H100 over NVSwitch (ByteDance-Seed/Triton-distributed
 issue 57) give 8.6 us and 0.75 us per step; 42.1 us on 8 RTX 4090 over PCIe (NVIDIA/nccl issue
 1530) gives 2.4 us per PCIe step. Bandwidths are one direction per GPU.
+
+On NVSwitch systems with NVLink SHARP (H100/H200 and B200 HGX, GB200 NVL72) NCCL's default
+all-reduce is NVLS: the switch adds the buffers, so each GPU sends and receives S bytes once
+whatever n, at a measured 275 GB/s on 8 H100 (the link's ``nvls_fraction`` of its line rate),
+after a fixed 23 us (NCCL's own latency model, src/graph/tuning.cc: NVLS on NVLink). Its bus
+bandwidth (algorithm bandwidth times 2(n-1)/n) then exceeds the line rate, as nccl-tests reports
+on 8 H100 (about 480 GB/s) and H200 (475 GB/s). ``algorithm="auto"`` takes the faster of ring and
+NVLS where the link has NVLS, as NCCL's tuner takes the algorithm of least modelled time; across
+servers it is the ring (NVLS trees over InfiniBand SHARP are not modelled).
 """
 
 from dataclasses import dataclass
 from math import ceil, log2
 from functools import cache
+
+import pandas as pd
 
 from . import _data, gpus
 from .estimate import Estimate
@@ -27,6 +38,9 @@ from .units import GB, argument, check_choice, check_positive, check_result
 
 #: Fixed cost of one collective call (kernel launch and synchronisation), seconds.
 LAUNCH_LATENCY = 8.6e-6
+#: Latency of an NVLS all-reduce inside an NVSwitch domain, seconds (NCCL src/graph/tuning.cc,
+#: hwLat[NVLINK][NVLS][Simple] = 23 us, with no base latency).
+NVLS_LATENCY = 23e-6
 
 
 @dataclass(frozen=True)
@@ -40,6 +54,12 @@ class Link:
     achieved_fraction: float
     hop_latency: float
     source: str
+    nvls_fraction: float | None = None
+
+    @property
+    def has_nvls(self) -> bool:
+        """Whether the switch behind this link reduces in the network (NVLink SHARP)."""
+        return self.nvls_fraction is not None
 
 
 @cache
@@ -47,7 +67,8 @@ def _links() -> dict[str, Link]:
     return {row["name"]: Link(name=row["name"], kind=row["kind"], bandwidth=float(row["bandwidth_oneway_gbs"]) * GB,
                               bandwidth_vendor=float(row["bandwidth_vendor_gbs"]) * GB,
                               achieved_fraction=float(row["achieved_fraction"]),
-                              hop_latency=float(row["hop_latency_us"]) * 1e-6, source=row["source"])
+                              hop_latency=float(row["hop_latency_us"]) * 1e-6, source=row["source"],
+                              nvls_fraction=None if pd.isna(row["nvls_fraction"]) else float(row["nvls_fraction"]))
             for _, row in _data.table("interconnects").iterrows()}
 
 
@@ -77,7 +98,7 @@ def gpu_link(gpu: "GPU | str", n_gpus: int) -> Link:
 
 
 COLLECTIVES = ("allreduce", "allgather", "reducescatter", "alltoall", "broadcast")
-ALGORITHMS = ("ring", "tree")
+ALGORITHMS = ("auto", "ring", "tree", "nvls")
 
 
 def bus_factor(collective: str, n_gpus: int) -> float:
@@ -98,23 +119,33 @@ def alpha_beta(steps, hop_latency, traffic, bandwidth):
 
 
 def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: "Link | str", *,
-                    algorithm: str = "ring") -> Estimate:
+                    algorithm: str = "auto") -> Estimate:
     """Seconds for ``collective`` of ``n_bytes`` (the buffer each GPU holds at the end of an
     all-gather, or starts with otherwise) over ``n_gpus`` GPUs joined by one kind of link.
 
     Ring: 2(n-1) steps for all-reduce, n-1 for the others; traffic ``bus_factor`` * S per GPU.
     Tree (all-reduce only; NCCL's double binary tree, Sanders et al. 2009): 2*ceil(log2 n)
-    steps, the same traffic. The band spans the link's bandwidth from 85 % of its typical achieved
-    fraction to all of it.
+    steps, the same traffic. NVLS (all-reduce only, on links with NVLink SHARP): a fixed
+    :data:`NVLS_LATENCY`, then S bytes per GPU at the link's ``nvls_fraction`` of its line rate.
+    ``auto``: the faster of ring and NVLS for an all-reduce where the link has NVLS, else the
+    ring. The band spans the link's bandwidth from 85 % of its typical achieved fraction to all of it.
     """
     factor = bus_factor(collective, n_gpus)
     check_choice("algorithm", algorithm, ALGORITHMS)
-    if algorithm == "tree" and collective != "allreduce":
-        raise ValueError(f"algorithm='tree' is modelled for allreduce only, not {collective!r}")
+    if algorithm in ("tree", "nvls") and collective != "allreduce":
+        raise ValueError(f"algorithm={algorithm!r} is modelled for allreduce only, not {collective!r}")
     check_positive("n_bytes", n_bytes, allow_zero=True)
     ln = link(link_or_name)
+    if algorithm == "nvls" and not ln.has_nvls:
+        raise ValueError(f"algorithm='nvls' needs NVLink SHARP, which {ln.name} ({ln.kind}) does not have; "
+                         f"links with it: {', '.join(n for n, k in _links().items() if k.has_nvls)}")
     if n_gpus == 1:
         return Estimate.exact(0.0)
+    if algorithm in ("auto", "nvls") and collective == "allreduce" and ln.has_nvls:
+        nvls = Estimate(*(NVLS_LATENCY + check_result(n_bytes / (ln.bandwidth * f), n_bytes=n_bytes)
+                          for f in (1.0, ln.nvls_fraction, 0.85 * ln.nvls_fraction)))
+        ring = collective_time(collective, n_bytes, n_gpus, ln, algorithm="ring")
+        return nvls if algorithm == "nvls" or nvls.expected < ring.expected else ring
     if algorithm == "tree":
         steps = 2 * ceil(log2(n_gpus))
     else:
@@ -124,7 +155,7 @@ def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: 
     return Estimate(*(alpha_beta(steps, ln.hop_latency, traffic, ln.bandwidth * f) for f in fractions))
 
 
-def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str", *, algorithm: str = "ring") -> Estimate:
+def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str", *, algorithm: str = "auto") -> Estimate:
     """Seconds for an all-reduce of ``n_bytes`` over ``n_gpus`` GPUs joined by ``link_or_name``."""
     return collective_time("allreduce", n_bytes, n_gpus, link_or_name, algorithm=algorithm)
 
@@ -137,7 +168,7 @@ def bus_bandwidth(collective: str, n_bytes: float, n_gpus: int, seconds: float) 
 
 
 def multinode_allreduce_time(n_bytes: float, n_nodes: int, gpus_per_node: int, intra: "Link | str",
-                             inter: "Link | str", *, nics_per_node: int = 1, algorithm: str = "ring") -> Estimate:
+                             inter: "Link | str", *, nics_per_node: int = 1, algorithm: str = "auto") -> Estimate:
     """Seconds for an all-reduce over ``n_nodes`` servers of ``gpus_per_node`` GPUs each, joined
     inside a server by ``intra`` and across servers by ``nics_per_node`` NICs of kind ``inter``.
 
@@ -157,6 +188,9 @@ def multinode_allreduce_time(n_bytes: float, n_nodes: int, gpus_per_node: int, i
         return allreduce_time(n_bytes, gpus_per_node, gpu_link_, algorithm=algorithm)
     with argument("inter", inter):
         nic = link(inter)
+    if algorithm == "nvls":
+        raise ValueError("algorithm='nvls' is modelled inside one NVSwitch domain only (n_nodes=1); across servers use "
+                         "'auto', 'ring' or 'tree'")
     n = n_nodes * gpus_per_node
     steps = 2 * ceil(log2(n)) if algorithm == "tree" else 2 * (n - 1)
     hop = max(nic.hop_latency, gpu_link_.hop_latency)

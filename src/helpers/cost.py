@@ -16,7 +16,7 @@ from . import _data, compute, gpus, memory
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
-from .units import HOUR, check_positive, check_range
+from .units import HOUR, check_positive, check_range, check_result
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
 PRICING = ("on_demand", "reserved_1y", "reserved_3y", "spot", "owned")
@@ -135,7 +135,7 @@ def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization:
     if unit is None:
         raise ValueError(f"no dated purchase price for {g.name}; pass gpu_price_usd")
     check_positive("gpu_price_usd", unit)
-    capex = n_gpus * unit / assumption("gpu_share_of_server").expected
+    capex = check_result(n_gpus * unit / assumption("gpu_share_of_server").expected, n_gpus=n_gpus, gpu_price_usd=unit)
     hours = years * HOURS_PER_YEAR * utilization
     kw = n_gpus * g.tdp_watts / 1000 * assumption("server_power_per_gpu_tdp").expected
     tariff = _given(electricity_usd_per_kwh, "electricity_usd_per_kwh", "electricity_usd_per_kwh")

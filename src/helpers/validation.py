@@ -99,21 +99,23 @@ def inference_runs() -> pd.DataFrame:
 
 def communication_runs() -> pd.DataFrame:
     """Every NCCL all-reduce measurement (bus bandwidth of large messages, time of small ones)
-    with the prediction of :mod:`comm` and its error."""
+    with the prediction of :mod:`comm` (NCCL's default algorithm unless the row forced one) and its error."""
     rows = []
     for _, row in _data.table("nccl_runs").iterrows():
         nodes, per_node, size = int(row["n_nodes"]), int(row["gpus_per_node"]), float(row["message_bytes"])
+        algorithm = row["algorithm"] if isinstance(row["algorithm"], str) else "auto"
         if nodes > 1:
             t = comm.multinode_allreduce_time(size, nodes, per_node, row["intra"], row["inter"],
-                                              nics_per_node=int(row["nics_per_node"]))
+                                              nics_per_node=int(row["nics_per_node"]), algorithm=algorithm)
         else:
-            t = comm.allreduce_time(size, per_node, row["intra"])
+            t = comm.allreduce_time(size, per_node, row["intra"], algorithm=algorithm)
         if row["metric"] == "busbw":
             predicted = comm.bus_bandwidth("allreduce", size, nodes * per_node, t.expected) / 1e9
         else:
             predicted = t.expected * 1e6
         rows.append({"id": row["id"], "GPU": row["gpu"], "GPUs": nodes * per_node, "nodes": nodes,
                      "link": row["intra"] if nodes == 1 else f"{row['intra']} + {int(row['nics_per_node'])} x {row['inter']}",
+                     "algorithm": algorithm,
                      "message (bytes)": size, "metric": row["metric"], "unit": row["unit"], "published": row["value"],
                      "predicted": predicted, "error": predicted / row["value"] - 1, "source": row["source"]})
     return pd.DataFrame(rows)
