@@ -219,7 +219,13 @@ def test_selector_panel():
     from helpers import select
     panel = widgets.selector()
     assert panel.result.iloc[0]["gpu"] == select.recommend("llama-2-70b", tokens=2e12).iloc[0]["gpu"]
-    panel.set(task="serve", model="llama-2-7b")
+    panel.set(task="serve", model="llama-2-7b")  # at a traffic level by default
+    assert panel.result.equals(select.recommend("llama-2-7b", task="serve", requests_per_s=2.0, prompt_len=1024,
+                                                output_len=256))
+    panel.set(requests_per_s=8.0, tpot_ms=40, ttft_ms=800)
+    planned = panel.result.dropna(subset=["ms per token"])
+    assert (planned["ms per token"] <= 40).all() and (planned["first token (ms)"] <= 800).all()
+    panel.set(requests_per_s=0.0, tpot_ms=0, ttft_ms=0)  # a fixed batch, as before
     assert "tokens/s" in panel.result and panel.result.iloc[0]["binding"] == "memory bandwidth"
     panel.set(budget_usd=1e-6)
     assert (panel.result["binding"].isin(["budget", "memory"]) | panel.result["cost_usd"].isna()).all()

@@ -377,10 +377,25 @@ def _largest(fits_at, limit: int) -> int:
 
 def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int = 4096, limit: int = 65536,
                    **kwargs) -> int:
-    """Most sequences of ``context_len`` tokens that fit on ``gpu`` for inference (0 if none)."""
+    """Most sequences of ``context_len`` tokens that fit on ``gpu`` for inference (0 if none).
+
+    Memory grows linearly with the batch once the prefill chunk is full (:func:`inference`), so
+    beyond that batch the answer is solved for directly and then checked."""
     m, g = as_model(model), gpus.get(gpu)
     check_positive("context_len", context_len, integer=True)
-    return _largest(lambda b: fits(inference(m, batch_size=b, context_len=context_len, **kwargs), g), limit)
+    check_positive("limit", limit, integer=True)
+    fits_at = lambda b: fits(inference(m, batch_size=b, context_len=context_len, **kwargs), g)  # noqa: E731
+    start = min(limit, -(-PREFILL_CHUNK_TOKENS // context_len))
+    if start < limit and fits_at(start):
+        base = inference(m, batch_size=start, context_len=context_len, **kwargs).total
+        slope = inference(m, batch_size=start + 1, context_len=context_len, **kwargs).total - base
+        guess = min(limit, start + int((g.memory_bytes - base) // slope))
+        while guess > start and not fits_at(guess):  # float rounding at the boundary
+            guess -= 1
+        while guess < limit and fits_at(guess + 1):
+            guess += 1
+        return guess
+    return _largest(fits_at, limit)
 
 
 def max_context_len(model: "Model | str | float", gpu: GPU, *, batch_size: int = 1, limit: int = 10_000_000,

@@ -243,7 +243,8 @@ def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, titl
 
 
 BINDING_COLORS = {"compute": "#4C72B0", "memory bandwidth": "#55A868", "interconnect": "#DD8452", "memory": "#C44E52",
-                  "deadline": "#8172B3", "budget": "#937860", "latency": "#DA8BC3"}
+                  "deadline": "#8172B3", "budget": "#937860", "latency": "#DA8BC3", "time per token": "#DA8BC3",
+                  "time to first token": "#8C8C8C", "capacity": "#4C72B0"}
 
 
 def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:

@@ -4,16 +4,20 @@ For training tasks every GPU is tried at every power-of-two count, each on the f
 layout that fits (:mod:`planner`: tensor parallelism inside the NVLink domain, pipeline and data
 parallelism over the servers' real network, the model's own global batch; adapters for LoRA and
 QLoRA); a plan that loses more than a fifth of its time to splitting the work is marked
-interconnect-bound and not recommended. For serving, every tensor-parallel degree and weight format. Each GPU keeps its best option that
-fits and meets the constraints (cheapest where a price is known, else fastest), or, when none
-does, the option that came closest, with the constraint that binds and a one-line reason.
+interconnect-bound and not recommended. For serving, every tensor-parallel degree and weight
+format: at a traffic level (``requests_per_s``), the fewest replicas that meet it within the
+latency targets (:mod:`traffic`), priced per million input and output tokens; without one, a fixed
+batch. Each GPU keeps its best option that fits and meets the constraints (the fewest GPUs, then
+the cheapest, for traffic; the cheapest where a price is known, else the fastest, for a fixed
+batch), or, when none does, the option that came closest, with the constraint that binds and a
+one-line reason.
 """
 
 from math import nan
 
 import pandas as pd
 
-from . import compare, compute, cost, gpus, memory, planner
+from . import compare, compute, cost, gpus, memory, planner, traffic
 from .memory import as_model
 from .models import Model
 from .units import DAY, check_positive
@@ -71,6 +75,43 @@ def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, c
             "cost_usd": rate * tp / (tps * 3600) * 1e6 if rate else nan}
 
 
+def _traffic_option(m: Model, g: gpus.GPU, tp: int, dtype: str, requests_per_s: float, prompt_len: int,
+                    output_len: int, ttft_s: float | None, tpot_s: float | None, most: int) -> dict:
+    p = traffic.plan(m, g, requests_per_s=requests_per_s, prompt_len=prompt_len, output_len=output_len, ttft_s=ttft_s,
+                     tpot_s=tpot_s, tp=tp, weight_dtype=dtype, max_replicas=max(1, most // tp))
+    settings = f"{dtype} weights, tensor parallel {tp}"
+    if p is None:
+        r = traffic.replica(m, g, n_gpus=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=dtype)
+        caps = traffic.limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
+        binding = min(caps, key=caps.get)
+        return {"gpu": g.name, "n_gpus": most, "settings": settings, "fits": r.max_batch > 0, "tokens/s": 0.0,
+                "ms per token": nan, "first token (ms)": r.prefill * 1000, "utilization": nan, "cost_usd": nan,
+                "limit": binding, "per_replica": caps[binding], "unloaded_ms": r.fixed * 1000}
+    rate, at = cost.price(g, "cloud_hour"), p.at_load
+    return {"gpu": g.name, "n_gpus": p.n_gpus, "settings": f"{settings}, {p.replicas} replica{'s' * (p.replicas > 1)}",
+            "fits": True, "tokens/s": requests_per_s * output_len, "ms per token": at.time_per_token * 1000,
+            "first token (ms)": at.time_to_first_token * 1000, "utilization": at.utilization,
+            "cost_usd": rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6 if rate else nan,
+            "limit": p.binding, "per_replica": p.per_replica_max, "unloaded_ms": nan}
+
+
+def _traffic_verdict(row: dict, budget_usd: float | None) -> tuple[str, str]:
+    if not row["fits"]:
+        return "memory", f"the weights alone do not fit at {row['settings']}"
+    if row["ms per token"] != row["ms per token"]:  # no plan: one replica serves no traffic within the targets
+        if row["limit"] == "time to first token":
+            return row["limit"], f"an unloaded prompt already takes {row['first token (ms)']:,.0f} ms at {row['settings']}"
+        if row["limit"] == "time per token":
+            return row["limit"], f"an unloaded step already takes {row['unloaded_ms']:,.1f} ms at {row['settings']}"
+        return row["limit"], f"{row['per_replica']:.3g} requests/s per replica: more GPUs than allowed at {row['settings']}"
+    price = f"${row['cost_usd']:,.2f} per million tokens" if row["cost_usd"] == row["cost_usd"] else "no dated price"
+    if budget_usd and row["cost_usd"] > budget_usd:
+        return "budget", f"{price}, over ${budget_usd:,.2f}"
+    return row["limit"], (f"{row['per_replica']:.3g} requests/s per replica ({row['limit']} binds); at this load "
+                          f"{row['ms per token']:,.1f} ms per token, {row['first token (ms)']:,.0f} ms to the first "
+                          f"token, {row['utilization']:.0%} busy; {price}")
+
+
 def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
     if not row["fits"]:
         return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even at {row['settings']}"
@@ -99,40 +140,67 @@ def _serving_verdict(row: dict, latency_ms: float | None, budget_usd: float | No
 def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: float = 1e12,
               deadline_days: float | None = DEFAULT_DEADLINE_DAYS, budget_usd: float | None = None, batch_size: int = 1,
               context_len: int = 4096, latency_ms: float | None = None, seq_len: int = 2048,
+              requests_per_s: float | None = None, prompt_len: int = 1024, output_len: int = 256,
+              ttft_s: float | None = None, tpot_s: float | None = None,
               max_gpus: int = 4096, gpu_names: list[str] | None = None) -> pd.DataFrame:
     """Every GPU's best option for ``task``, ranked best first.
 
     Training tasks use ``tokens``, ``deadline_days`` (90 unless given; None for none) and
-    ``budget_usd`` (on demand, US dollars);
-    ``serve`` uses ``batch_size``, ``context_len``, ``latency_ms`` (per output token) and
-    ``budget_usd`` (per million tokens). Columns: gpu, n_gpus, settings, fits, days or tokens/s,
-    cost_usd (NaN without a dated price), binding (memory, compute, memory bandwidth,
-    interconnect, latency, deadline or budget) and reason. Consumer and workstation cards are
-    tried on one machine only (:data:`SEGMENT_MAX_GPUS`).
+    ``budget_usd`` (on demand, US dollars).
+    ``serve`` at a traffic level uses ``requests_per_s`` of ``prompt_len`` input and ``output_len``
+    output tokens, the targets ``ttft_s`` (time to first token, mean, under load) and ``tpot_s``
+    (time per output token), and ``budget_usd`` (per million input and output tokens): columns
+    gpu, n_gpus (all replicas), settings, fits, tokens/s (output), ms per token, first token (ms),
+    utilization, cost_usd, binding (memory, time per token, time to first token, capacity or
+    budget) and reason. Without ``requests_per_s``, ``serve`` runs a fixed ``batch_size`` at
+    ``context_len`` with ``latency_ms`` per output token (binding: memory, compute, memory
+    bandwidth, latency or budget). Consumer and workstation cards are tried on one machine only
+    (:data:`SEGMENT_MAX_GPUS`).
     """
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not supported; choose one of {', '.join(TASKS)}")
     m = as_model(model)
     check_positive("max_gpus", max_gpus, integer=True)
-    for name, value in (("deadline_days", deadline_days), ("budget_usd", budget_usd), ("latency_ms", latency_ms)):
+    for name, value in (("deadline_days", deadline_days), ("budget_usd", budget_usd), ("latency_ms", latency_ms),
+                        ("requests_per_s", requests_per_s), ("ttft_s", ttft_s), ("tpot_s", tpot_s)):
         if value is not None:
             check_positive(name, value)
+    traffic_level = task == "serve" and requests_per_s is not None
+    if traffic_level:
+        check_positive("prompt_len", prompt_len, integer=True)
+        check_positive("output_len", output_len, integer=True)
     best = []
     for g in gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names):
-        if task == "serve":
+        most = min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus))
+        if traffic_level:
+            options, verdicts = [], []
+            for tp in (1, 2, 4, 8):
+                if tp > most or m.n_heads % tp or any(v[0] != "budget" and o["n_gpus"] <= tp and o["ms per token"] == o["ms per token"]
+                                                       for o, v in zip(options, verdicts)):
+                    continue  # a plan on at most tp GPUs already exists: wider replicas cannot need fewer GPUs
+                for dtype in ("bf16", "fp8", "int8", "int4"):
+                    if dtype != "fp8" or g.supports("fp8"):
+                        options.append(_traffic_option(m, g, tp, dtype, requests_per_s, prompt_len, output_len, ttft_s,
+                                                       tpot_s, most))
+                        verdicts.append(_traffic_verdict(options[-1], budget_usd))
+        elif task == "serve":
             options = [_serve_option(m, g, tp, dtype, batch_size, context_len)
                        for tp in (1, 2, 4, 8) if tp <= max_gpus and m.n_heads % tp == 0
                        for dtype in ("bf16", "fp8", "int8", "int4") if dtype != "fp8" or g.supports("fp8")]
             verdicts = [_serving_verdict(o, latency_ms, budget_usd) for o in options]
         else:
             check_positive("tokens", tokens)
-            most = min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus))
             options = _train_options(m, g, tuple(n for n in COUNTS if n <= most), task, tokens, seq_len)
             verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in options]
         for option, (binding, reason) in zip(options, verdicts):
-            option.update(binding=binding, reason=reason, ok=binding in ("compute", "memory bandwidth"))
+            planned = traffic_level and option["ms per token"] == option["ms per token"]
+            option.update(binding=binding, reason=reason,
+                          ok=binding in ("compute", "memory bandwidth") or (planned and binding != "budget"))
+            option.pop("limit", None), option.pop("per_replica", None), option.pop("unloaded_ms", None)
         feasible = [o for o in options if o["ok"]]
-        if feasible and task == "serve":  # cheapest per token, else most tokens/s per GPU
+        if feasible and traffic_level:  # the fewest GPUs, then the cheapest per token
+            best.append(min(feasible, key=lambda o: (o["n_gpus"], o["cost_usd"] != o["cost_usd"], o["cost_usd"])))
+        elif feasible and task == "serve":  # cheapest per token, else most tokens/s per GPU
             best.append(min(feasible, key=lambda o: (o["cost_usd"] != o["cost_usd"], o["cost_usd"],
                                                      -o["tokens/s"] / o["n_gpus"])))
         elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
@@ -144,7 +212,7 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
     table = pd.DataFrame(best)
     speed = "tokens/s" if task == "serve" else "days"
     table["_rank"] = list(zip(~table["ok"], table["cost_usd"].isna(), table["cost_usd"].fillna(0),
-                              -table[speed] if task == "serve" else table[speed]))
+                              table["n_gpus"] if traffic_level else -table[speed] if task == "serve" else table[speed]))
     return table.sort_values("_rank").drop(columns=["_rank", "ok"]).reset_index(drop=True)
 
 

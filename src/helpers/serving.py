@@ -79,7 +79,7 @@ class ServingCalibration:
         """Fraction of dense peak for ``architecture``; the mean of the fitted ones for an
         architecture no calibration row ran on."""
         values = dict(self.compute_fraction)
-        return values.get(architecture, float(np.mean(list(values.values()))) if values else 0.6)
+        return values.get(architecture, sum(values.values()) / len(values) if values else 0.6)
 
     def kernel_for(self, weight_dtype: str) -> float:
         """Streaming efficiency of ``weight_dtype``'s kernels relative to 16-bit weights (1 for
@@ -194,16 +194,29 @@ def _checked(model, gpu, n_gpus, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
     return m, g
 
 
+@cache
+def _per_gpu(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str) -> tuple[float, float, float]:
+    """Weight bytes, KV bytes per token (KV heads split over the group, replicated beyond it) and
+    peak FLOP/s of one GPU of the group."""
+    kv_share = -(-m.n_kv_heads // n_gpus) / m.n_kv_heads
+    return (quantized_weight_bytes(m, weight_dtype) / n_gpus, kv_cache_per_token(m, kv_dtype) * kv_share,
+            g.peak_flops(compute_dtype(g, weight_dtype)))
+
+
+@cache
+def _tp_seconds(m: Model, g: GPU, n_gpus: int, tokens: int) -> float:
+    return tensor_parallel_time(m, g, n_gpus, tokens).expected if n_gpus > 1 else 0.0
+
+
 def _steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: str, kv_dtype: str,
            flops, weight_share, kv_tokens, tp_tokens: int, kv_group: int = 1) -> Steps:
     """:class:`Steps` from per-sequence FLOPs and KV tokens (arrays over steps)."""
-    kv_share = -(-m.n_kv_heads // n_gpus) / m.n_kv_heads  # KV heads split over the group, replicated beyond it
-    weights = quantized_weight_bytes(m, weight_dtype) / n_gpus
+    weights, kv_per_token, peak = _per_gpu(m, g, n_gpus, weight_dtype, kv_dtype)
     flops = np.atleast_1d(np.asarray(flops, dtype=float)) * batch_size / n_gpus
     return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
-                 kv_bytes=kv_cache_per_token(m, kv_dtype) * kv_share * batch_size * np.asarray(kv_tokens, dtype=float),
-                 tensor_parallel=np.full(flops.shape, tensor_parallel_time(m, g, n_gpus, tp_tokens).expected),
-                 peak_flops=g.peak_flops(compute_dtype(g, weight_dtype)), bandwidth=g.memory_bandwidth,
+                 kv_bytes=kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float),
+                 tensor_parallel=np.full(flops.shape, _tp_seconds(m, g, n_gpus, tp_tokens)),
+                 peak_flops=peak, bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, weight_dtype=weight_dtype, kv_group=kv_group)
 
 

@@ -22,6 +22,8 @@ from .units import DTYPES
 
 CUSTOM = "custom"
 SEQ_LENS = tuple(2**k for k in range(8, 18))
+PROMPT_LENS = tuple(2**k for k in range(5, 18))
+OUTPUT_LENS = tuple(2**k for k in range(0, 14))
 GPU_COUNTS = tuple(2**k for k in range(11))
 
 
@@ -480,13 +482,22 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
         "tokens_b": _tokens_slider(2000, smallest=0.1),
         "deadline_days": w.IntSlider(value=select.DEFAULT_DEADLINE_DAYS, min=1, max=365, description="deadline (days)"),
         "budget_usd": w.BoundedFloatText(value=0.0, min=0.0, max=1e10, description="budget, $ (0: none)"),
-        "batch_size": w.IntSlider(value=1, min=1, max=256, description="serving batch"),
-        "context_len": w.SelectionSlider(options=SEQ_LENS, value=4096, description="serving context"),
+        "requests_per_s": w.BoundedFloatText(value=2.0, min=0.0, max=1e5, step=0.5,
+                                             description="serving: requests/s (0: a fixed batch)"),
+        "prompt_len": w.SelectionSlider(options=PROMPT_LENS, value=1024, description="prompt tokens"),
+        "output_len": w.SelectionSlider(options=OUTPUT_LENS, value=256, description="output tokens"),
+        "ttft_ms": w.BoundedIntText(value=0, min=0, max=600_000, description="first-token target, ms (0: none)"),
+        "tpot_ms": w.BoundedIntText(value=0, min=0, max=10_000, description="per-token target, ms (0: none)"),
+        "batch_size": w.IntSlider(value=1, min=1, max=256, description="fixed batch"),
+        "context_len": w.SelectionSlider(options=SEQ_LENS, value=4096, description="fixed-batch context"),
     }
 
-    def result(model, size_b, task, tokens_b, deadline_days, budget_usd, batch_size, context_len):
+    def result(model, size_b, task, tokens_b, deadline_days, budget_usd, requests_per_s, prompt_len, output_len,
+               ttft_ms, tpot_ms, batch_size, context_len):
         return select.recommend(_model(model, size_b), task=task, tokens=tokens_b * 1e9, deadline_days=deadline_days,
-                                budget_usd=budget_usd or None, batch_size=batch_size, context_len=context_len)
+                                budget_usd=budget_usd or None, requests_per_s=requests_per_s or None,
+                                prompt_len=prompt_len, output_len=output_len, ttft_s=ttft_ms / 1000 or None,
+                                tpot_s=tpot_ms / 1000 or None, batch_size=batch_size, context_len=context_len)
 
     def table(result, **kw):
         return result[["gpu", "n_gpus", "settings", "binding", "reason"]]

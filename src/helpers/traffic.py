@@ -1,0 +1,192 @@
+"""Serving at a traffic level: a continuous-batching engine under Poisson arrivals.
+
+One replica (a tensor-parallel group of ``n_gpus``) receives ``requests_per_s`` requests of
+``prompt_len`` input and ``output_len`` output tokens. A continuous-batching engine with chunked
+prefill (vLLM; TensorRT-LLM's in-flight batching; Agrawal et al. 2024, Sarathi-Serve,
+arXiv:2403.02310) runs step after step; each step decodes one token of every sequence in flight
+and processes a share of the waiting prompts.
+
+**Steady state.** The step model of :mod:`serving`, linearised between a step of one sequence and
+a step of the largest batch that fits, takes t = a + alpha·B + beta·c seconds for B sequences in
+flight (at their mean context, prompt + output/2) and c prompt tokens: ``a`` is what a step costs
+whatever the load (reading the weights, the fixed cost per layer, all-reduce latency). At λ
+requests/s a step of t seconds must decode λ·O·t tokens and prefill λ·P·t (Little's law), so
+
+    t = a / (1 - ρ),   ρ = λ·w,   w = alpha·O + beta·P,
+
+with ``w`` the GPU-seconds one request adds and ``ρ`` the utilisation: the share of every step
+that the load takes. The time per output token is t; the batch in flight is λ·O·t, and its KV
+cache must fit in memory. The load is sustainable only while ρ < 1.
+
+**Time to first token.** The engine is treated as one server that gives each request w seconds of
+work, with Poisson arrivals: an M/D/1 queue, whose mean wait is ρ·w / (2(1 - ρ))
+(Pollaczek-Khinchine; Kleinrock 1975, Queueing Systems I, Sec. 5.6). The first token comes after
+that wait plus the prompt's own unloaded prefill (:func:`serving.prefill_seconds`). This is the
+model shown wherever the book quotes a loaded time to first token.
+
+Each constraint (memory, time per token, time to first token, capacity) caps λ in closed form;
+the smallest cap is the replica's sustainable rate, and the constraint that sets it binds.
+"""
+
+from dataclasses import dataclass
+from functools import cache
+from math import ceil, inf
+
+import pandas as pd
+
+from . import gpus, memory, serving
+from .gpus import GPU
+from .memory import as_model
+from .models import Model
+from .units import check_positive, check_result
+
+#: The constraints that can cap a replica's request rate.
+LIMITS = ("memory", "time per token", "time to first token", "capacity")
+#: Utilisation a plan may run at, an assumption of this book: an M/D/1 queue at 0.95 already
+#: waits 9.5 service times on average, and the wait grows without bound as it nears 1.
+MAX_UTILIZATION = 0.95
+
+
+@dataclass(frozen=True)
+class Replica:
+    """What a replica costs per step (seconds): ``fixed`` whatever the load, ``per_sequence`` for
+    each sequence in flight, ``per_prompt_token`` for each token prefilled; ``prefill`` the
+    unloaded time to first token, and ``max_batch`` the sequences whose KV cache fits."""
+
+    fixed: float
+    per_sequence: float
+    per_prompt_token: float
+    prefill: float
+    max_batch: int
+    prompt_len: int
+    output_len: int
+
+    @property
+    def work_per_request(self) -> float:
+        """GPU-seconds one request adds to the steps: its output tokens' share of the steps it is in,
+        and its prompt tokens."""
+        return self.per_sequence * self.output_len + self.per_prompt_token * self.prompt_len
+
+
+@dataclass(frozen=True)
+class Load:
+    """A replica at ``requests_per_s``: utilisation, time per output token, time to first token
+    (seconds), and sequences in flight."""
+
+    requests_per_s: float
+    utilization: float
+    time_per_token: float
+    time_to_first_token: float
+    batch: float
+    fits: bool
+
+    @property
+    def output_tokens_per_s(self) -> float:
+        """Output tokens per second: every sequence in flight gains one per step."""
+        return self.batch / self.time_per_token
+
+
+def _seconds(steps: serving.Steps) -> float:
+    return float(steps.seconds()["total"][0])
+
+
+@cache
+def replica(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, prompt_len: int = 1024,
+            output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> Replica:
+    """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
+    weights unless given (:func:`memory.serving_kv_dtype`)."""
+    m, g = as_model(model), gpus.get(gpu)
+    check_positive("prompt_len", prompt_len, integer=True)
+    check_positive("output_len", output_len, integer=True)
+    kv = kv_dtype or memory.serving_kv_dtype(weight_dtype)
+    context = prompt_len + -(-output_len // 2)
+    kw = dict(n_gpus=n_gpus, weight_dtype=weight_dtype, kv_dtype=kv)
+    full = memory.max_batch_size(m, g, context_len=context, weight_dtype=weight_dtype, kv_dtype=kv, tp=n_gpus)
+    one = _seconds(serving.decode_steps(m, g, batch_size=1, context_len=context, **kw))
+    top = max(full, 2)
+    many = _seconds(serving.decode_steps(m, g, batch_size=top, context_len=context, **kw))
+    per_sequence = (many - one) / (top - 1)
+    prompt = serving.prefill_seconds(m, g, prompt_len, **kw)["total"]
+    chunk = serving.prefill_seconds(m, g, prompt_len, batch_size=8, **kw)["total"]
+    return Replica(fixed=one - per_sequence, per_sequence=per_sequence,
+                   per_prompt_token=(chunk - prompt) / (7 * prompt_len), prefill=prompt, max_batch=full,
+                   prompt_len=prompt_len, output_len=output_len)
+
+
+def load(r: Replica, requests_per_s: float) -> Load:
+    """The replica ``r`` at ``requests_per_s`` (utilisation at most 1; at or beyond it the times are infinite)."""
+    check_positive("requests_per_s", requests_per_s, allow_zero=True)
+    rho = check_result(requests_per_s * r.work_per_request, requests_per_s=requests_per_s)
+    if rho >= 1:
+        return Load(requests_per_s, rho, inf, inf, inf, False)
+    step = r.fixed / (1 - rho)
+    batch = requests_per_s * r.output_len * step
+    wait = rho * r.work_per_request / (2 * (1 - rho))
+    return Load(requests_per_s, rho, step, r.prefill + wait, batch, batch <= r.max_batch)
+
+
+def limits(r: Replica, *, ttft_s: float | None = None, tpot_s: float | None = None,
+           max_utilization: float = MAX_UTILIZATION) -> dict[str, float]:
+    """Largest requests/s each constraint allows (see the module docstring); inf where unconstrained."""
+    w, a = r.work_per_request, r.fixed
+    caps = {"memory": r.max_batch / (r.output_len * a + r.max_batch * w) if r.max_batch else 0.0,
+            "time per token": inf, "time to first token": inf, "capacity": max_utilization / w}
+    if tpot_s is not None:
+        check_positive("tpot_s", tpot_s)
+        caps["time per token"] = max(0.0, 1 - a / tpot_s) / w
+    if ttft_s is not None:
+        check_positive("ttft_s", ttft_s)
+        spare = ttft_s - r.prefill
+        caps["time to first token"] = 0.0 if spare <= 0 else (2 * spare / w) / (1 + 2 * spare / w) / w
+    return caps
+
+
+@dataclass(frozen=True)
+class ServingPlan:
+    """The fewest GPUs of one kind that serve a traffic level within its latency targets."""
+
+    gpu: str
+    weight_dtype: str
+    tp: int
+    replicas: int
+    per_replica_max: float
+    binding: str
+    at_load: Load
+
+    @property
+    def n_gpus(self) -> int:
+        return self.tp * self.replicas
+
+
+def plan(model: "Model | str | float", gpu: "GPU | str", *, requests_per_s: float, prompt_len: int = 1024,
+         output_len: int = 256, ttft_s: float | None = None, tpot_s: float | None = None, tp: int = 1,
+         weight_dtype: str = "bf16", max_replicas: int = 4096) -> ServingPlan | None:
+    """Replicas of ``tp`` GPUs needed for ``requests_per_s`` within the targets (None if one replica
+    cannot serve any traffic within them, or more than ``max_replicas`` would be needed)."""
+    check_positive("requests_per_s", requests_per_s)
+    r = replica(model, gpu, n_gpus=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
+    caps = limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
+    binding = min(caps, key=caps.get)
+    per_replica = caps[binding]
+    if per_replica <= 0 or requests_per_s / per_replica > max_replicas:
+        return None
+    replicas = ceil(requests_per_s / per_replica * (1 - 1e-12))
+    return ServingPlan(gpu=gpus.get(gpu).name, weight_dtype=weight_dtype, tp=tp, replicas=replicas,
+                       per_replica_max=per_replica, binding=binding, at_load=load(r, requests_per_s / replicas))
+
+
+def batch_curve(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, context_len: int = 2048,
+                weight_dtype: str = "bf16", kv_dtype: str | None = None) -> pd.DataFrame:
+    """Decoding throughput and time per token at every power-of-two batch up to the largest that
+    fits (and that one), at ``context_len`` tokens per sequence."""
+    m, g = as_model(model), gpus.get(gpu)
+    kv = kv_dtype or memory.serving_kv_dtype(weight_dtype)
+    top = memory.max_batch_size(m, g, context_len=context_len, weight_dtype=weight_dtype, kv_dtype=kv, tp=n_gpus)
+    batches = sorted({2**k for k in range(top.bit_length()) if 2**k <= top} | ({top} if top else set()))
+    rows = []
+    for b in batches:
+        t = serving.decode_seconds(m, g, n_gpus=n_gpus, batch_size=b, context_len=context_len, weight_dtype=weight_dtype,
+                                   kv_dtype=kv)
+        rows.append({"batch": b, "tokens/s": b / t["total"], "tokens/s per GPU": b / t["total"] / n_gpus,
+                     "ms per token": t["total"] * 1000, "compute share": t["compute"] / t["total"]})
+    return pd.DataFrame(rows)

@@ -1,0 +1,113 @@
+"""Serving at a traffic level: the steady state of a continuous-batching engine, its limits, and the
+serving plans built on them."""
+
+import math
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from helpers import memory, select, serving, traffic
+
+LLAMA8 = dict(prompt_len=1024, output_len=256)
+
+
+def test_the_replica_is_the_step_model_linearised():
+    """fixed + per_sequence reproduces a one-sequence step, fixed + B x per_sequence the largest batch;
+    the prompt cost per token comes from prefilling 8 prompts against 1."""
+    r = traffic.replica("llama-3-8b", "H100", **LLAMA8)
+    context = 1024 + 128
+    one = serving.decode_seconds("llama-3-8b", "H100", batch_size=1, context_len=context)["total"]
+    top = serving.decode_seconds("llama-3-8b", "H100", batch_size=r.max_batch, context_len=context)["total"]
+    assert r.fixed + r.per_sequence == pytest.approx(one)
+    assert r.fixed + r.max_batch * r.per_sequence == pytest.approx(top)
+    assert r.max_batch == memory.max_batch_size("llama-3-8b", "H100", context_len=context)
+    eight = serving.prefill_seconds("llama-3-8b", "H100", 1024, batch_size=8)["total"]
+    assert r.prefill + 7 * 1024 * r.per_prompt_token == pytest.approx(eight)
+    assert r.work_per_request == pytest.approx(256 * r.per_sequence + 1024 * r.per_prompt_token)
+
+
+def test_steady_state_by_hand():
+    """t = a / (1 - rho), rho = lambda w; the batch follows Little's law; the first token waits as in
+    an M/D/1 queue, rho w / (2 (1 - rho)), after its own prefill."""
+    r = traffic.Replica(fixed=0.010, per_sequence=0.0002, per_prompt_token=0.00001, prefill=0.05, max_batch=500,
+                        prompt_len=1000, output_len=200)
+    w = 200 * 0.0002 + 1000 * 0.00001  # 0.05 s of GPU time per request
+    at = traffic.load(r, 10.0)  # rho = 0.5
+    assert at.utilization == pytest.approx(10 * w)
+    assert at.time_per_token == pytest.approx(0.010 / 0.5)
+    assert at.batch == pytest.approx(10 * 200 * 0.020)
+    assert at.output_tokens_per_s == pytest.approx(10 * 200)
+    assert at.time_to_first_token == pytest.approx(0.05 + 0.5 * w / (2 * 0.5))
+    assert traffic.load(r, 20.0).time_per_token == math.inf  # rho = 1: the queue never empties
+
+
+def test_each_limit_is_where_its_constraint_is_met_exactly():
+    r = traffic.replica("llama-3-70b", "H100", n_gpus=2, prompt_len=2048, output_len=512, weight_dtype="fp8")
+    caps = traffic.limits(r, ttft_s=1.5, tpot_s=0.04)
+    assert traffic.load(r, caps["time per token"]).time_per_token == pytest.approx(0.04)
+    assert traffic.load(r, caps["time to first token"]).time_to_first_token == pytest.approx(1.5)
+    assert traffic.load(r, caps["memory"]).batch == pytest.approx(r.max_batch)
+    assert traffic.load(r, caps["capacity"]).utilization == pytest.approx(traffic.MAX_UTILIZATION)
+    tight = traffic.limits(r, ttft_s=r.prefill * 0.9, tpot_s=r.fixed * 0.9)
+    assert tight["time to first token"] == 0 and tight["time per token"] == 0
+
+
+def test_a_plan_takes_the_constraint_that_binds_first():
+    p = traffic.plan("llama-3-8b", "H100", requests_per_s=30, ttft_s=1.0, tpot_s=0.03, **LLAMA8)
+    r = traffic.replica("llama-3-8b", "H100", **LLAMA8)
+    caps = traffic.limits(r, ttft_s=1.0, tpot_s=0.03)
+    assert p.binding == min(caps, key=caps.get) and p.replicas == math.ceil(30 / caps[p.binding])
+    assert p.at_load.time_per_token <= 0.03 and p.at_load.time_to_first_token <= 1.0 and p.at_load.fits
+    assert traffic.plan("llama-3-8b", "H100", requests_per_s=1, tpot_s=r.fixed / 2, **LLAMA8) is None
+
+
+@settings(max_examples=40, deadline=None)
+@given(model=st.sampled_from(["llama-3-8b", "llama-2-70b", "mixtral-8x7b"]),
+       gpu=st.sampled_from(["H100-SXM5-80GB", "A100-SXM4-80GB", "L40S-48GB", "MI300X-192GB"]),
+       tp=st.sampled_from([1, 2, 4, 8]), dtype=st.sampled_from(["bf16", "int4"]),
+       rate=st.floats(0.01, 200), more=st.floats(0, 200), ttft=st.floats(0.05, 30), tpot=st.floats(0.005, 0.5),
+       looser=st.floats(1, 10))
+def test_more_traffic_never_needs_fewer_gpus_and_looser_targets_never_more(model, gpu, tp, dtype, rate, more, ttft,
+                                                                            tpot, looser):
+    kw = dict(tp=tp, weight_dtype=dtype, prompt_len=2048, output_len=256)
+    base = traffic.plan(model, gpu, requests_per_s=rate, ttft_s=ttft, tpot_s=tpot, **kw)
+    busier = traffic.plan(model, gpu, requests_per_s=rate + more, ttft_s=ttft, tpot_s=tpot, **kw)
+    relaxed = traffic.plan(model, gpu, requests_per_s=rate, ttft_s=ttft * looser, tpot_s=tpot * looser, **kw)
+    if base is not None:
+        assert relaxed is not None and relaxed.n_gpus <= base.n_gpus
+        assert busier is None or busier.n_gpus >= base.n_gpus
+        assert base.at_load.utilization <= traffic.MAX_UTILIZATION + 1e-9
+    elif busier is not None:
+        pytest.fail("more traffic was served where less could not be")
+
+
+def test_the_selector_plans_for_traffic_and_prices_every_token():
+    """Llama 3 8B at 10 requests/s of 1,024 + 256 tokens, 1 s to the first token and 50 ms per token:
+    every plan meets the targets, and its price counts input and output tokens."""
+    from helpers import cost
+    table = select.recommend("llama-3-8b", task="serve", requests_per_s=10, ttft_s=1.0, tpot_s=0.05, **LLAMA8)
+    planned = table[table["ms per token"].notna()]
+    assert len(planned) >= 15
+    assert (planned["ms per token"] <= 50).all() and (planned["first token (ms)"] <= 1000).all()
+    h100 = table.set_index("gpu").loc["H100-SXM5-80GB"]
+    rate = cost.price("H100-SXM5-80GB", "cloud_hour")
+    assert h100["cost_usd"] == pytest.approx(rate * h100["n_gpus"] / (10 * 1280 * 3600) * 1e6)
+    assert h100["tokens/s"] == pytest.approx(10 * 256)
+    busier = select.recommend("llama-3-8b", task="serve", requests_per_s=40, ttft_s=1.0, tpot_s=0.05, **LLAMA8)
+    more = busier.set_index("gpu")["n_gpus"]
+    assert (more.loc[planned["gpu"]] >= planned.set_index("gpu")["n_gpus"]).all()
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: traffic.load(traffic.replica("llama-3-8b", "H100"), -1), "requests_per_s"),
+    (lambda: traffic.limits(traffic.replica("llama-3-8b", "H100"), ttft_s=0), "ttft_s"),
+    (lambda: traffic.plan("llama-3-8b", "H100", requests_per_s=0), "requests_per_s"),
+    (lambda: traffic.replica("llama-3-8b", "H100", output_len=0), "output_len"),
+    (lambda: select.recommend("llama-3-8b", task="serve", requests_per_s=math.nan), "requests_per_s"),
+    (lambda: select.recommend("llama-3-8b", task="serve", requests_per_s=1, tpot_s=-1), "tpot_s"),
+    (lambda: select.recommend("llama-3-8b", task="serve", requests_per_s=1, prompt_len=0), "prompt_len"),
+])
+def test_bad_input_is_refused_by_name(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
