@@ -23,7 +23,7 @@ def bar_total(panel):
 
 
 def test_panel_factories():
-    assert set(widgets.panels()) == {"training_memory", "inference_memory", "training_vs_inference", "training_time",
+    assert set(widgets.panels()) == {"training_memory", "inference_memory", "engine_start", "training_vs_inference", "training_time",
                                      "serving", "data_parallel", "parallelism", "training_cost", "rent_or_buy", "selector",
                                      "wait_or_start"}
     for factory in widgets.panels().values():
@@ -281,3 +281,16 @@ def test_any_control_values_give_a_figure_or_a_short_message(name, data):
         assert panel.result is None and panel._output.outputs == () and "\n" not in panel.message
         panel.set(**defaults)
         assert panel.message is None and panel.result is not None
+
+
+def test_engine_start_panel():
+    """Llama 3 70B in FP8 on 2 L40S starts at 32k context, not at 128k; raising the utilisation adds cache."""
+    from helpers import engine
+    panel = widgets.engine_start()
+    assert panel.result == engine.budget("llama-3-70b", "L40S-48GB", n_gpus=2, max_model_len=32768, weight_dtype="fp8")
+    assert panel.result.starts and "starts" in panel.figure.axes[0].get_title()
+    panel.set(max_model_len=131072)
+    assert not panel.result.starts and "does not start" in panel.figure.axes[0].get_title()
+    tokens = panel.result.kv_tokens
+    panel.set(gpu_memory_utilization=0.95)
+    assert panel.result.kv_tokens > tokens

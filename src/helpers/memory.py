@@ -179,7 +179,7 @@ def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, t
                            flash_attention: bool = True, sequence_parallel: bool = True, dropout: bool = False):
     """:func:`activations_per_layer` without checks, on numbers or numpy arrays; ``recompute``
     is an index into :data:`RECOMPUTE` (0 none, 1 selective, 2 full), ``element`` bytes per value."""
-    s, b, h, a = seq_len, micro_batch_size, model.d_model, model.n_heads
+    s, b, h, a = seq_len, micro_batch_size, model.d_model, float(model.n_heads)  # floats: s*s*b*a overflows int64
     tokens, e = s * b, element
     mlp = model.d_ff * model.experts_per_token / h  # MLP width per token, in units of h
     # Replicated over the tensor-parallel group unless the sequence is split: the two norm inputs,
@@ -326,6 +326,13 @@ def kv_cache_per_token(model: "Model | str | float", kv_dtype: str = "bf16") -> 
     return 2 * m.n_layers * m.kv_dim * dtype_bytes(kv_dtype)
 
 
+def inference_workspace(model: Model, tokens, sequences, tp: int = 1):
+    """Bytes per GPU of one layer's 16-bit intermediates for a forward pass over ``tokens`` tokens
+    (hidden state, Q/K/V and attention output, the MLP's two halves: 4h + 2 d_ff per token, split
+    over ``tp``) plus one fp32 row of logits for each of ``sequences``. Numbers or numpy arrays."""
+    return tokens * (4 * model.d_model + 2 * model.d_ff) * 2 / tp + sequences * model.vocab_size * 4
+
+
 def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
               batch_size: int = 1, context_len: int = 4096, tp: int = 1) -> MemoryBreakdown:
     """Serving memory per GPU for ``batch_size`` sequences of ``context_len`` tokens.
@@ -339,8 +346,7 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
     check_positive("context_len", context_len, integer=True)
     check_split(m, tp, replicate_kv=True)
     kv_share = ceil(m.n_kv_heads / tp) / m.n_kv_heads
-    tokens = min(batch_size * context_len, PREFILL_CHUNK_TOKENS)
-    workspace = tokens * (4 * m.d_model + 2 * m.d_ff) * 2 / tp + batch_size * m.vocab_size * 4
+    workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
     return MemoryBreakdown(
         weights=quantized_weight_bytes(m, weight_dtype) / tp,
         kv_cache=kv_cache_per_token(m, kv_dtype) * kv_share * batch_size * context_len,

@@ -266,6 +266,29 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     return ax
 
 
+def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
+    """One GPU's memory at an engine's start-up (``engine.budget``) as a stacked bar, in decimal GB:
+    weights, activations, memory outside PyTorch, the KV cache and the slack outside the budget;
+    a line marks what one request of ``max_model_len`` tokens needs."""
+    parts = [("weights", budget.weights, COLORS["weights"]), ("activations", budget.activations, COLORS["activations"]),
+             ("outside PyTorch", budget.non_torch, COLORS["overhead"]), ("KV cache", budget.kv_cache, COLORS["kv_cache"]),
+             ("outside the budget", budget.slack, "0.85")]
+    left = 0.0
+    for label, size, color in parts:
+        ax.barh([budget.gpu], [size / GB], left=[left], color=color, label=label,
+                hatch="//" if label == "outside the budget" else None, edgecolor="white")
+        left += size / GB
+    one = budget.weights + budget.activations + budget.non_torch + budget.kv_cache * budget.max_model_len / max(budget.kv_tokens, 1)
+    ax.axvline(one / GB, color="0.1", linestyle="--", linewidth=1.2)
+    ax.annotate(f"one {budget.max_model_len:,}-token request ", (one / GB, 1.0), xycoords=("data", "axes fraction"),
+                rotation=90, ha="right", va="top", fontsize=8, color="0.1")
+    ax.set_xlim(0, max(left, one / GB) * 1.05)
+    ax.set_xlabel("memory per GPU (GB, decimal)")
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.3), fontsize=8, ncols=5, frameon=False)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
 def wait_curve(ax: Axes, result: dict, wait_months: float, *, title: str = "") -> Axes:
     """Finish day of starting now (flat) and of waiting (rising with the wait), from ``trends.wait_or_start``."""
     now = result["start now: finish (days)"]

@@ -7,6 +7,7 @@ and redraws once, synchronously), ``result`` (the last computed result, None aft
 
 import base64
 import io
+import textwrap
 from collections.abc import Callable
 from typing import Any
 
@@ -17,7 +18,7 @@ from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
-from . import book, comm, compare, compute, cost, gpus, memory, models, planner, plots, roofline, scaling, select, trends
+from . import book, comm, compare, compute, cost, engine, gpus, memory, models, planner, plots, roofline, scaling, select, trends
 from .units import DTYPES
 
 CUSTOM = "custom"
@@ -256,6 +257,33 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
                            title=f"Longest context per sequence at batch {kw['batch_size']}")
 
     return Panel("Inference memory explorer", controls, compute, draw, table, figsize=(8, 7))
+
+
+def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
+    """Whether a vLLM-style engine starts, and how much KV cache it gets (:mod:`engine`)."""
+    controls = _model_controls(model) | {
+        "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
+        "n_gpus": w.Dropdown(options=(1, 2, 4, 8), value=2, description="tensor-parallel GPUs"),
+        "weight_dtype": w.Dropdown(options=tuple(d for d in DTYPES if d != "tf32"), value="fp8", description="weights"),
+        "max_model_len": w.SelectionSlider(options=SEQ_LENS + (262144,), value=32768, description="max_model_len"),
+        "gpu_memory_utilization": w.FloatSlider(value=engine.GPU_MEMORY_UTILIZATION, min=0.5, max=0.99, step=0.01,
+                                                description="gpu_memory_utilization"),
+    }
+
+    def compute(model, size_b, **kw):
+        return engine.budget(_model(model, size_b), **kw)
+
+    def table(result, **kw):
+        return pd.DataFrame([{"weights (GB)": result.weights / 1e9, "activations (GB)": result.activations / 1e9,
+                              "KV cache (GB)": result.kv_cache / 1e9, "KV tokens": result.kv_tokens,
+                              "longest max_model_len": result.longest_max_model_len, "starts": result.starts}])
+
+    def draw(fig, result, table, model, size_b, **kw):
+        verdict = "starts" if result.starts else "does not start"
+        plots.engine_budget(fig.subplots(), result, title=f"{_model(model, size_b).display_name} on {kw['n_gpus']} x "
+                            f"{result.gpu}: {verdict}\n" + "\n".join(textwrap.wrap(result.message, 80)))
+
+    return Panel(f"Will it start? ({engine.ENGINE})", controls, compute, draw, table, figsize=(8, 3.2))
 
 
 def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
@@ -538,7 +566,7 @@ def wait_or_start(model: str = "llama-2-70b") -> Panel:
 
 def panels() -> dict[str, Callable[..., Panel]]:
     """Every panel factory by name."""
-    return {"training_memory": training_memory, "inference_memory": inference_memory,
+    return {"training_memory": training_memory, "inference_memory": inference_memory, "engine_start": engine_start,
             "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving,
             "data_parallel": data_parallel, "parallelism": parallelism, "training_cost": training_cost, "rent_or_buy": rent_or_buy,
             "selector": selector, "wait_or_start": wait_or_start}

@@ -1,0 +1,129 @@
+"""Will it start? The memory budget of a vLLM-style serving engine.
+
+The budget follows vLLM's V1 engine as of v0.8 (vllm/v1/worker/gpu_worker.py,
+``determine_available_memory``; vllm/v1/core/kv_cache_utils.py; vllm/engine/arg_utils.py):
+
+1. The engine may use ``gpu_memory_utilization`` (default 0.9) of each GPU's memory.
+2. It loads its share of the weights, then profiles one forward pass over
+   ``max_num_batched_tokens`` tokens (the OpenAI server's default: 8,192 on GPUs of 70 GiB or more
+   other than the A100, else 2,048; ``EngineArgs.get_batch_defaults``) and takes the peak: weights,
+   activations (:func:`memory.inference_workspace`, with logits for ``max_num_seqs`` = 256 or 1,024
+   sequences) and memory allocated outside PyTorch (the CUDA context, :data:`memory.RUNTIME_OVERHEAD`;
+   NCCL buffers of tensor parallelism are left out).
+3. The rest of the budget becomes the KV cache, in blocks of ``block_size`` = 16 tokens.
+4. It refuses to start when one request of ``max_model_len`` tokens (whole blocks) does not fit:
+   "To serve at least one request with the model's max seq len (...), (... GiB KV cache is needed,
+   which is larger than the available KV cache memory (... GiB)" (``check_enough_kv_cache_memory``).
+5. CUDA graphs are captured afterwards, from the memory outside the budget; about half a GiB
+   (vLLM's own log reports 'CUDAGraph 0.45 GiB' for a 27B model), an assumption of this book.
+
+Other engines (TensorRT-LLM, SGLang, TGI) budget alike with other defaults; pass them as arguments.
+"""
+
+from dataclasses import dataclass
+from math import ceil
+
+from . import gpus
+from .gpus import GPU
+from .memory import (DTYPES, KV_DTYPES, RUNTIME_OVERHEAD, as_model, check_split, inference_workspace,
+                     kv_cache_per_token, quantized_weight_bytes, serving_kv_dtype)
+from .models import Model
+from .units import GiB, check_dtype, check_positive, check_range
+
+ENGINE = "vLLM V1 (v0.8 memory profiling, OpenAI server defaults)"
+GPU_MEMORY_UTILIZATION = 0.9
+BLOCK_SIZE = 16
+CUDA_GRAPH_BYTES = 0.5 * GiB
+
+
+def default_batch(gpu: GPU) -> tuple[int, int]:
+    """(max_num_batched_tokens, max_num_seqs) vLLM's OpenAI server picks on ``gpu``."""
+    large = gpu.memory_bytes >= 70 * GiB and not gpu.name.startswith("A100")
+    return (8192, 1024) if large else (2048, 256)
+
+
+@dataclass(frozen=True)
+class EngineBudget:
+    """Bytes per GPU of a serving engine at start-up, and whether it starts."""
+
+    gpu: str
+    n_gpus: int
+    max_model_len: int
+    budget: float
+    weights: float
+    activations: float
+    non_torch: float
+    kv_cache: float
+    kv_tokens: int
+    cuda_graphs: float
+    slack: float
+
+    @property
+    def starts(self) -> bool:
+        """Whether one request of ``max_model_len`` tokens fits the KV cache (vLLM's start-up check)."""
+        return self.kv_tokens >= ceil(self.max_model_len / BLOCK_SIZE) * BLOCK_SIZE and self.kv_tokens > 0
+
+    @property
+    def longest_max_model_len(self) -> int:
+        """The largest ``max_model_len`` that starts: every block of the cache for one request."""
+        return self.kv_tokens
+
+    @property
+    def max_concurrency(self) -> float:
+        """Requests of ``max_model_len`` tokens the cache holds at once (vLLM logs it at start-up)."""
+        return self.kv_tokens / self.max_model_len
+
+    @property
+    def graphs_fit(self) -> bool:
+        """Whether the CUDA graphs fit in the memory outside the budget."""
+        return self.cuda_graphs <= self.slack
+
+    @property
+    def message(self) -> str:
+        """What the engine would say: its KV cache at start-up, or why it stops."""
+        if self.kv_cache <= 0:
+            return (f"no memory for the KV cache: weights {self.weights / GiB:.2f} GiB, activations "
+                    f"{self.activations / GiB:.2f} GiB and {self.non_torch / GiB:.2f} GiB outside PyTorch exceed "
+                    f"the {self.budget / GiB:.2f} GiB budget per GPU")
+        need = ceil(self.max_model_len / BLOCK_SIZE) * BLOCK_SIZE * self.kv_cache / max(self.kv_tokens, 1)
+        if not self.starts:
+            return (f"To serve at least one request with the model's max seq len ({self.max_model_len:,}), "
+                    f"{need / GiB:.2f} GiB KV cache is needed, which is larger than the available KV cache memory "
+                    f"({self.kv_cache / GiB:.2f} GiB). The largest max_model_len that starts is "
+                    f"{self.longest_max_model_len:,}.")
+        graphs = "" if self.graphs_fit else (f"; the CUDA graphs ({self.cuda_graphs / GiB:.2f} GiB) may not fit in the "
+                                             f"{self.slack / GiB:.2f} GiB left outside the budget")
+        return (f"GPU KV cache size: {self.kv_tokens:,} tokens; maximum concurrency for {self.max_model_len:,} tokens "
+                f"per request: {self.max_concurrency:.2f}x{graphs}")
+
+
+def budget(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, max_model_len: int | None = None,
+           weight_dtype: str = "bf16", kv_dtype: str | None = None,
+           gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION, max_num_batched_tokens: int | None = None,
+           max_num_seqs: int | None = None) -> EngineBudget:
+    """The engine's memory at start-up on ``n_gpus`` GPUs of tensor parallelism (see the module
+    docstring); ``max_model_len`` defaults to the model's context length, ``kv_dtype`` to the
+    weights' serving format, the batch limits to vLLM's defaults for the GPU."""
+    m, g = as_model(model), gpus.get(gpu)
+    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    kv = kv_dtype or serving_kv_dtype(weight_dtype)
+    check_dtype(kv, KV_DTYPES, "kv_dtype")
+    length = m.context_len if max_model_len is None else max_model_len
+    check_positive("max_model_len", length, integer=True)
+    check_range("gpu_memory_utilization", gpu_memory_utilization, 0, 1, low_open=True)
+    tokens, seqs = default_batch(g)
+    tokens = tokens if max_num_batched_tokens is None else max_num_batched_tokens
+    seqs = seqs if max_num_seqs is None else max_num_seqs
+    check_positive("max_num_batched_tokens", tokens, integer=True)
+    check_positive("max_num_seqs", seqs, integer=True)
+    allowed = g.memory_bytes * gpu_memory_utilization
+    weights = quantized_weight_bytes(m, weight_dtype) / n_gpus
+    activations = inference_workspace(m, tokens, min(seqs, tokens), n_gpus)
+    cache = allowed - weights - activations - RUNTIME_OVERHEAD
+    per_token = kv_cache_per_token(m, kv) * (-(-m.n_kv_heads // n_gpus)) / m.n_kv_heads
+    blocks = max(0, int(cache // (BLOCK_SIZE * per_token)))
+    return EngineBudget(gpu=g.name, n_gpus=n_gpus, max_model_len=length, budget=allowed, weights=weights,
+                        activations=activations, non_torch=RUNTIME_OVERHEAD, kv_cache=max(cache, 0.0),
+                        kv_tokens=blocks * BLOCK_SIZE, cuda_graphs=CUDA_GRAPH_BYTES,
+                        slack=g.memory_bytes - allowed)
