@@ -111,3 +111,23 @@ def test_the_selector_plans_for_traffic_and_prices_every_token():
 def test_bad_input_is_refused_by_name(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_cost_per_token_is_inverse_in_utilization_and_breaks_even_where_it_meets_the_api():
+    """The rate is paid whatever the load: cost x utilisation is constant, and the break-even
+    utilisation against an API price is that constant over the price."""
+    from helpers import cost
+    curve = cost.serving_cost_curve("llama-3-8b", "H100", **LLAMA8)
+    product = curve["utilization"] * curve["usd per million tokens"]
+    assert product.max() == pytest.approx(product.min())
+    rate = cost.price("H100", "cloud_hour")
+    r = traffic.replica("llama-3-8b", "H100", **LLAMA8)
+    half = curve.set_index("utilization").loc[0.5]
+    assert half["requests/s"] == pytest.approx(0.5 / r.work_per_request)
+    assert half["usd per million tokens"] == pytest.approx(rate / (half["requests/s"] * 1280 * 3600) * 1e6)
+    assert cost.break_even_utilization(curve, 0.1) == pytest.approx(product.iloc[0] / 0.1)
+    assert cost.break_even_utilization(curve, product.iloc[0] / 2) is None  # would need 200 % utilisation
+    with pytest.raises(ValueError, match="utilizations"):
+        cost.serving_cost_curve("llama-3-8b", "H100", utilizations=(0.5, 1.0))
+    with pytest.raises(ValueError, match="api_usd_per_million"):
+        cost.break_even_utilization(curve, 0)

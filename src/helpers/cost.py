@@ -12,7 +12,7 @@ from math import sqrt
 
 import pandas as pd
 
-from . import _data, compute, gpus, memory
+from . import _data, compute, gpus, memory, traffic
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
@@ -192,6 +192,43 @@ def serving_cost_per_million_tokens(model: "Model | str | float", gpu: "GPU | st
     per_token = Estimate(rate.low * n_gpus / (tps.high * HOUR), rate.expected * n_gpus / (tps.expected * HOUR),
                          rate.high * n_gpus / (tps.low * HOUR))
     return per_token * 1e6
+
+
+#: Utilisations a serving cost curve is drawn at.
+UTILIZATIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
+
+
+def serving_cost_curve(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, prompt_len: int = 1024,
+                       output_len: int = 256, weight_dtype: str = "bf16", pricing: str = "on_demand",
+                       price_per_gpu_hour: float | None = None,
+                       utilizations: tuple[float, ...] = UTILIZATIONS) -> pd.DataFrame:
+    """US dollars per million input and output tokens of one replica (``n_gpus`` of tensor
+    parallelism) as its utilisation falls: the rate is paid whether or not requests come, so the
+    price per token grows as 1 / utilisation (:mod:`traffic`: utilisation = requests/s x GPU-seconds
+    per request). With each point the requests/s, time per token and time to first token (M/D/1)."""
+    r = traffic.replica(model, gpu, n_gpus=n_gpus, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
+    rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour).expected * n_gpus
+    rows = []
+    for i, u in enumerate(utilizations):
+        check_range(f"utilizations[{i}]", u, 0, 1, low_open=True, high_open=True)
+        at = traffic.load(r, u / r.work_per_request)
+        rows.append({"utilization": u, "requests/s": at.requests_per_s,
+                     "usd per million tokens": rate / (at.requests_per_s * (prompt_len + output_len) * HOUR) * 1e6,
+                     "ms per token": at.time_per_token * 1000, "first token (ms)": at.time_to_first_token * 1000,
+                     "fits": at.fits})
+    return pd.DataFrame(rows)
+
+
+def break_even_utilization(curve: pd.DataFrame, api_usd_per_million: float) -> float | None:
+    """Utilisation from which one's own replica costs less per token than an API charging
+    ``api_usd_per_million`` (input and output alike), from a :func:`serving_cost_curve`; None if
+    it never does on the curve. Cost is exactly inverse in utilisation, so the point is solved for."""
+    check_positive("api_usd_per_million", api_usd_per_million)
+    if not isinstance(curve, pd.DataFrame) or not {"utilization", "usd per million tokens"} <= set(curve):
+        raise ValueError("curve must be a table from cost.serving_cost_curve")
+    row = curve.iloc[0]
+    u = row["utilization"] * row["usd per million tokens"] / api_usd_per_million
+    return u if u <= curve["utilization"].max() else None
 
 
 def rent_vs_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization: float = 0.7,
