@@ -15,8 +15,8 @@ import pytest
 from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
-from helpers import (claims, comm, compare, compute, cost, gpus, memory, models, planner, precision, roofline, scaling,
-                     select, trends)
+from helpers import (claims, comm, compare, compute, cost, engine, gpus, memory, models, planner, precision, roofline, scaling,
+                     select, traffic, trends)
 from helpers.estimate import Estimate
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -397,3 +397,30 @@ def test_max_batch_size_is_the_fitting_edge(model, gpu, context_len):
 def test_estimate_scaling_keeps_its_order(low, a, b, factor):
     e = Estimate(low, low + a, low + a + b) * factor
     assert e.low <= e.expected <= e.high
+
+
+# --- serving at a traffic level, engine start-up, cost against utilisation ----------------------
+
+SERVE_MODEL = st.one_of(st.sampled_from(["llama-3-8b", "llama-2-70b", "mixtral-8x7b", "llama-2-7b"]), st.floats(1e8, 1e12))
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(GPUS), requests_per_s=st.floats(1e-3, 1e4),
+                    prompt_len=st.integers(1, 65536), output_len=st.integers(1, 8192), ttft_s=st.floats(1e-3, 100),
+                    tpot_s=st.floats(1e-4, 1), tp=TP, weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]))),
+       spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(GPUS), n_gpus=TP, max_model_len=st.integers(1, 10**6),
+                    weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]), gpu_memory_utilization=st.floats(0.05, 1))))
+def test_traffic_plans_and_engine_budgets_are_clean_or_rejected(plan, start):
+    clean_or_named_error(traffic.plan, plan)
+    clean_or_named_error(engine.budget, start)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(PRICED), n_gpus=TP, prompt_len=st.integers(1, 32768),
+                    output_len=st.integers(1, 4096), weight_dtype=st.sampled_from(["bf16", "fp8"]),
+                    price_per_gpu_hour=st.floats(0.05, 100))))
+def test_serving_cost_curves_are_clean_or_rejected(case):
+    curve = clean_or_named_error(cost.serving_cost_curve, case)
+    if curve is not None:
+        product = curve["utilization"] * curve["usd per million tokens"]
+        assert product.max() == pytest.approx(product.min())

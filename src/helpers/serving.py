@@ -241,15 +241,28 @@ def decode_steps(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int 
 
 
 def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, n_gpus: int = 1,
-                  batch_size: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> Steps:
-    """One step processing ``batch_size`` prompts of ``prompt_len`` tokens: the weights read once,
-    the KV cache written once, causal attention."""
+                  batch_size: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                  chunk_tokens: int | None = None) -> Steps:
+    """The steps that process ``batch_size`` prompts of ``prompt_len`` tokens: one, or with
+    ``chunk_tokens`` one per chunk (chunked prefill, Agrawal et al. 2024, arXiv:2403.02310). Each
+    step reads the weights once and the KV cache of the chunks before it, writes its own, and
+    attends causally: a chunk of c tokens after k costs 2·L·d·(2ck + c²) attention FLOPs, which
+    sum to the whole prompt's 2·L·d·s²."""
     m, g = _checked(model, gpu, n_gpus, weight_dtype, kv_dtype)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("batch_size", batch_size, integer=True)
-    flops = 2 * m.n_active_params * prompt_len + 2 * m.n_layers * m.d_model * prompt_len**2
-    return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops,
-                  weight_share_read(m, batch_size * prompt_len), prompt_len, batch_size * prompt_len)
+    if chunk_tokens is not None:
+        check_positive("chunk_tokens", chunk_tokens, integer=True)
+    size = prompt_len if chunk_tokens is None else min(chunk_tokens, prompt_len)
+    before = np.arange(0, prompt_len, size, dtype=float)
+    chunk = np.minimum(size, prompt_len - before)
+    flops = 2 * m.n_active_params * chunk + 2 * m.n_layers * m.d_model * (2 * chunk * before + chunk**2)
+    steps = _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size * size),
+                   before + chunk, batch_size * size)
+    last = int(chunk[-1])
+    if last != size:  # the last chunk is shorter: its all-reduces are too
+        steps.tensor_parallel[-1] = _tp_seconds(m, g, n_gpus, batch_size * last)
+    return steps
 
 
 def decode_seconds(model: "Model | str | float", gpu: "GPU | str", *, calibration: ServingCalibration | None = None,
@@ -260,8 +273,9 @@ def decode_seconds(model: "Model | str | float", gpu: "GPU | str", *, calibratio
 
 def prefill_seconds(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *,
                     calibration: ServingCalibration | None = None, **kwargs) -> dict[str, float]:
-    """Seconds to process the prompts (time to first token, unloaded), term by term."""
-    return {k: float(v[0]) for k, v in prefill_steps(model, gpu, prompt_len, **kwargs).seconds(calibration).items()}
+    """Seconds to process the prompts (time to first token, unloaded), term by term, summed over
+    the chunks when ``chunk_tokens`` is given."""
+    return {k: float(v.sum()) for k, v in prefill_steps(model, gpu, prompt_len, **kwargs).seconds(calibration).items()}
 
 
 def static_batch_steps(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,

@@ -36,9 +36,9 @@ import pandas as pd
 
 from . import gpus, memory, serving
 from .gpus import GPU
-from .memory import as_model
+from .memory import as_model, check_split
 from .models import Model
-from .units import check_positive, check_result
+from .units import DTYPES, check_dtype, check_positive, check_result
 
 #: The constraints that can cap a replica's request rate.
 LIMITS = ("memory", "time per token", "time to first token", "capacity")
@@ -90,7 +90,6 @@ def _seconds(steps: serving.Steps) -> float:
     return float(steps.seconds()["total"][0])
 
 
-@cache
 def replica(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, prompt_len: int = 1024,
             output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> Replica:
     """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
@@ -98,7 +97,15 @@ def replica(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, 
     m, g = as_model(model), gpus.get(gpu)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("output_len", output_len, integer=True)
-    kv = kv_dtype or memory.serving_kv_dtype(weight_dtype)
+    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
+    check_dtype(kv, memory.KV_DTYPES, "kv_dtype")
+    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    return _replica(m, g, n_gpus, prompt_len, output_len, weight_dtype, kv)
+
+
+@cache
+def _replica(m: Model, g: GPU, n_gpus: int, prompt_len: int, output_len: int, weight_dtype: str, kv: str) -> Replica:
     context = prompt_len + -(-output_len // 2)
     kw = dict(n_gpus=n_gpus, weight_dtype=weight_dtype, kv_dtype=kv)
     full = memory.max_batch_size(m, g, context_len=context, weight_dtype=weight_dtype, kv_dtype=kv, tp=n_gpus)
@@ -164,6 +171,8 @@ def plan(model: "Model | str | float", gpu: "GPU | str", *, requests_per_s: floa
     """Replicas of ``tp`` GPUs needed for ``requests_per_s`` within the targets (None if one replica
     cannot serve any traffic within them, or more than ``max_replicas`` would be needed)."""
     check_positive("requests_per_s", requests_per_s)
+    check_split(as_model(model), tp, replicate_kv=True, name="tp")
+    check_positive("max_replicas", max_replicas, integer=True)
     r = replica(model, gpu, n_gpus=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
     caps = limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
     binding = min(caps, key=caps.get)
