@@ -28,7 +28,7 @@ from nbclient import NotebookClient  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, select, serving, validation, widgets  # noqa: E402
+from helpers import _data, calibration, select, serving, traffic, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 150, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -50,8 +50,18 @@ SWEEPS = {  # control values to step through for each panel: realistic slider mo
 SELECTOR = {
     "pretrain Llama 2 70B on 2T tokens": lambda: select.recommend("llama-2-70b", tokens=2e12),
     "serve Llama 2 7B at batch 1": lambda: select.recommend("llama-2-7b", task="serve"),
+    "serve Llama 3 70B at 5 requests/s (cold caches)": lambda: _cold(lambda: select.recommend(
+        "llama-3-70b", task="serve", requests_per_s=5, prompt_len=2048, output_len=512, ttft_s=2.0, tpot_s=0.05)),
     "QLoRA Llama 2 70B": lambda: select.recommend("llama-2-70b", task="qlora", tokens=1e8),
 }
+
+
+def _cold(f):
+    """``f()`` after emptying the serving caches, as when a reader moves the prompt or output length."""
+    traffic._replica.cache_clear()
+    serving._per_gpu.cache_clear()
+    serving._tp_seconds.cache_clear()
+    return f()
 
 
 def timed(f, repeat: int = 1) -> list[float]:
@@ -213,6 +223,15 @@ def inference_validation() -> list[str]:
         f"; {int(test['inside band'].sum())} of {len(test)} inside the band. Outside: " +
         ", ".join(f"{r['id']} ({r['model']} on {r['GPUs']} {r['GPU']}, {r['framework']}, {r['error']:+.0%})"
                   for _, r in runs[~runs["inside band"]].iterrows()) + "."]
+    loaded = validation.loaded_runs()
+    fits = loaded[loaded["fits"]]
+    lines += ["", f"Under load (`traffic.closed_loop`, {len(loaded)} closed-loop NIM rows at 1-250 clients, none fitted; "
+              f"{len(fits)} where the batch fits the KV cache): median error (signed median in brackets)", "",
+              "| clients | rows | ms per token | output tokens/s | first token |", "| --- | --- | --- | --- | --- |"]
+    for clients, g in [("all", fits)] + list(fits.groupby("clients")):
+        cells = [f"{g['error ' + k].abs().median():.1%} ({g['error ' + k].median():+.0%})"
+                 for k in ("ms per token", "output tokens/s", "first token (ms)")]
+        lines.append(f"| {clients} | {len(g)} | " + " | ".join(cells) + " |")
     return lines
 
 

@@ -7,7 +7,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import memory, select, serving, traffic
+from helpers import memory, select, serving, traffic, validation
 
 LLAMA8 = dict(prompt_len=1024, output_len=256)
 
@@ -131,3 +131,29 @@ def test_cost_per_token_is_inverse_in_utilization_and_breaks_even_where_it_meets
         cost.serving_cost_curve("llama-3-8b", "H100", utilizations=(0.5, 1.0))
     with pytest.raises(ValueError, match="api_usd_per_million"):
         cost.break_even_utilization(curve, 0)
+
+
+def test_closed_loop_holds_its_clients_in_flight():
+    """Little's law over the whole request: rate x (first token + (O - 1) x per-token time) = clients."""
+    r = traffic.replica("llama-3-8b", "A100 80GB", n_gpus=2, prompt_len=200, output_len=1000, weight_dtype="fp16")
+    for clients in (1, 10, 100):
+        at = traffic.closed_loop(r, clients)
+        assert at.requests_per_s * (at.time_to_first_token + 999 * at.time_per_token) == pytest.approx(clients, rel=1e-6)
+    assert traffic.closed_loop(r, 100).time_per_token > traffic.closed_loop(r, 1).time_per_token
+    with pytest.raises(ValueError, match="concurrency"):
+        traffic.closed_loop(r, 0)
+
+
+def test_loaded_serving_out_of_sample():
+    """787 closed-loop NIM measurements (Llama 3 8B and 70B, A100 and H100, 1-8 GPUs, 1-250 clients),
+    none used in any fit. Where the batch fits: time per token within 18 % and output throughput
+    within 25 % in median (measured 14.8 % and 20.1 %: the model is too fast, the client-side
+    figures include HTTP streaming); the time to first token under load is far too optimistic
+    (measured 78 %), and the test pins that it is still reported as such."""
+    runs = validation.loaded_runs()
+    ok = runs[runs["fits"]]
+    assert len(runs) >= 700 and len(ok) >= 0.9 * len(runs)
+    assert ok["error ms per token"].abs().median() <= 0.18
+    assert ok["error output tokens/s"].abs().median() <= 0.25
+    assert ok["error ms per token"].median() < 0  # too fast: client-side overheads are not in the model
+    assert ok["error first token (ms)"].median() < -0.5

@@ -26,6 +26,8 @@ model shown wherever the book quotes a loaded time to first token.
 
 Each constraint (memory, time per token, time to first token, capacity) caps λ in closed form;
 the smallest cap is the replica's sustainable rate, and the constraint that sets it binds.
+Benchmarks that hold a fixed number of clients in flight (closed loop) are met by
+:func:`closed_loop`.
 """
 
 from dataclasses import dataclass
@@ -130,6 +132,21 @@ def load(r: Replica, requests_per_s: float) -> Load:
     batch = requests_per_s * r.output_len * step
     wait = rho * r.work_per_request / (2 * (1 - rho))
     return Load(requests_per_s, rho, step, r.prefill + wait, batch, batch <= r.max_batch)
+
+
+def closed_loop(r: Replica, concurrency: float) -> Load:
+    """The replica ``r`` driven by ``concurrency`` clients that each send a new request as soon as
+    the last one is answered (how GenAI-Perf and vllm bench measure): the request rate λ at which
+    the requests in the system, λ x (time to first token + (O - 1) x time per token), equal the
+    clients (Little's law), solved by bisection below capacity."""
+    check_positive("concurrency", concurrency)
+    low, high = 0.0, (1 - 1e-9) / r.work_per_request
+    for _ in range(60):
+        mid = (low + high) / 2
+        at = load(r, mid)
+        inside = mid * (at.time_to_first_token + (r.output_len - 1) * at.time_per_token)
+        low, high = (mid, high) if inside < concurrency else (low, mid)
+    return load(r, low)
 
 
 def limits(r: Replica, *, ttft_s: float | None = None, tpot_s: float | None = None,

@@ -5,12 +5,13 @@ against the step model (:mod:`calibration`, which keeps calibration and test row
 GPU-hours of whole runs against :func:`compute.training_time`.
 
 Inference (``data/inference_runs.csv``): decoding speed, time to first token and static-batch
-throughput against the serving step model (:mod:`serving`), calibration and test rows apart.
+throughput against the serving step model (:mod:`serving`), calibration and test rows apart; and
+serving under load (``data/loaded_serving_runs.csv``) against :mod:`traffic`, all out of sample.
 """
 
 import pandas as pd
 
-from . import _data, calibration, comm, compute, gpus, planner, scaling, serving, steptime
+from . import _data, calibration, comm, compute, gpus, planner, scaling, serving, steptime, traffic
 from .units import HOUR
 
 
@@ -95,6 +96,29 @@ def inference_runs() -> pd.DataFrame:
                     "inside band": low_end <= published <= high_end, "error": expected / published - 1,
                     "framework": row["framework"], "source": row["source"]})
     return pd.DataFrame(out)
+
+
+def loaded_runs() -> pd.DataFrame:
+    """Serving under load (``data/loaded_serving_runs.csv``: closed-loop benchmarks at 1 to 250
+    clients) against :func:`traffic.closed_loop` of the serving step model, none of them used to
+    fit it: time per output token, output tokens/s and time to first token, with errors
+    (predicted / published - 1), and whether the batch in flight fits the KV cache."""
+    rows = []
+    for _, row in _data.table("loaded_serving_runs").iterrows():
+        r = traffic.replica(row["model"], row["gpu"], n_gpus=int(row["n_gpus"]), prompt_len=int(row["prompt_len"]),
+                            output_len=int(row["output_len"]), weight_dtype=row["weight_dtype"])
+        at = traffic.closed_loop(r, float(row["concurrency"]))
+        predicted = {"ms per token": at.time_per_token * 1000, "output tokens/s": at.output_tokens_per_s,
+                     "first token (ms)": at.time_to_first_token * 1000}
+        published = {"ms per token": row["itl_ms"], "output tokens/s": row["output_tokens_per_s"],
+                     "first token (ms)": row["ttft_ms"]}
+        rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": int(row["n_gpus"]),
+                     "weights": row["weight_dtype"], "clients": int(row["concurrency"]), "prompt": int(row["prompt_len"]),
+                     "output": int(row["output_len"]), "fits": at.fits,
+                     **{f"published {k}": v for k, v in published.items()},
+                     **{f"predicted {k}": v for k, v in predicted.items()},
+                     **{f"error {k}": predicted[k] / published[k] - 1 for k in predicted}})
+    return pd.DataFrame(rows)
 
 
 def communication_runs() -> pd.DataFrame:
