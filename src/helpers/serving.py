@@ -208,14 +208,17 @@ def _tp_seconds(m: Model, g: GPU, n_gpus: int, tokens: int) -> float:
     return tensor_parallel_time(m, g, n_gpus, tokens).expected if n_gpus > 1 else 0.0
 
 
-def _steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: str, kv_dtype: str,
-           flops, weight_share, kv_tokens, tp_tokens: int, kv_group: int = 1) -> Steps:
-    """:class:`Steps` from per-sequence FLOPs and KV tokens (arrays over steps)."""
+def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtype: str,
+           flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1) -> Steps:
+    """:class:`Steps` from per-sequence FLOPs and KV tokens; every argument but the model, GPU,
+    group and formats may be an array over steps (batch sizes included)."""
     weights, kv_per_token, peak = _per_gpu(m, g, n_gpus, weight_dtype, kv_dtype)
-    flops = np.atleast_1d(np.asarray(flops, dtype=float)) * batch_size / n_gpus
+    flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / n_gpus)
+    tp = [_tp_seconds(m, g, n_gpus, int(t)) for t in np.unique(tp_tokens)]
     return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
-                 kv_bytes=kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float),
-                 tensor_parallel=np.full(flops.shape, _tp_seconds(m, g, n_gpus, tp_tokens)),
+                 kv_bytes=np.broadcast_to(kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float), flops.shape),
+                 tensor_parallel=(np.full(flops.shape, tp[0]) if len(tp) == 1 else
+                                  np.asarray([_tp_seconds(m, g, n_gpus, int(t)) for t in np.broadcast_to(tp_tokens, flops.shape)])),
                  peak_flops=peak, bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, weight_dtype=weight_dtype, kv_group=kv_group)
 
@@ -225,6 +228,19 @@ def _decode_steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: 
     flops = 2 * m.n_active_params + 4 * m.n_layers * m.d_model * context
     return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size),
                   context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads)
+
+
+def batch_totals(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str, context: int, prompt_len: int,
+                 batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Seconds of one decoding step at ``context`` and of one prefill of ``prompt_len``-token
+    prompts, for each batch size of ``batches`` at once (arguments already checked; the fast path
+    of :mod:`traffic`)."""
+    b = np.asarray(batches, dtype=float)
+    decode = _decode_steps(m, g, n_gpus, b, weight_dtype, kv_dtype, np.full(b.shape, float(context)), True)
+    flops = 2 * m.n_active_params * prompt_len + 2 * m.n_layers * m.d_model * prompt_len**2
+    prefill = _steps(m, g, n_gpus, b, weight_dtype, kv_dtype, np.full(b.shape, float(flops)),
+                     weight_share_read(m, b * prompt_len), prompt_len, b * prompt_len)
+    return decode.seconds()["total"], prefill.seconds()["total"]
 
 
 def decode_steps(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,

@@ -88,10 +88,6 @@ class Load:
         return self.batch / self.time_per_token
 
 
-def _seconds(steps: serving.Steps) -> float:
-    return float(steps.seconds()["total"][0])
-
-
 def replica(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, prompt_len: int = 1024,
             output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> Replica:
     """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
@@ -109,14 +105,12 @@ def replica(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, 
 @cache
 def _replica(m: Model, g: GPU, n_gpus: int, prompt_len: int, output_len: int, weight_dtype: str, kv: str) -> Replica:
     context = prompt_len + -(-output_len // 2)
-    kw = dict(n_gpus=n_gpus, weight_dtype=weight_dtype, kv_dtype=kv)
     full = memory.max_batch_size(m, g, context_len=context, weight_dtype=weight_dtype, kv_dtype=kv, tp=n_gpus)
-    one = _seconds(serving.decode_steps(m, g, batch_size=1, context_len=context, **kw))
     top = max(full, 2)
-    many = _seconds(serving.decode_steps(m, g, batch_size=top, context_len=context, **kw))
+    decode, prefill = serving.batch_totals(m, g, n_gpus, weight_dtype, kv, context, prompt_len, [1, top, 8])
+    one, many = float(decode[0]), float(decode[1])
     per_sequence = (many - one) / (top - 1)
-    prompt = serving.prefill_seconds(m, g, prompt_len, **kw)["total"]
-    chunk = serving.prefill_seconds(m, g, prompt_len, batch_size=8, **kw)["total"]
+    prompt, chunk = float(prefill[0]), float(prefill[2])
     return Replica(fixed=one - per_sequence, per_sequence=per_sequence,
                    per_prompt_token=(chunk - prompt) / (7 * prompt_len), prefill=prompt, max_batch=full,
                    prompt_len=prompt_len, output_len=output_len)
