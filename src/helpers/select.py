@@ -196,7 +196,8 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
             planned = traffic_level and option["ms per token"] == option["ms per token"]
             option.update(binding=binding, reason=reason,
                           ok=binding in ("compute", "memory bandwidth") or (planned and binding != "budget"))
-            option.pop("limit", None), option.pop("per_replica", None), option.pop("unloaded_ms", None)
+            for internal in ("limit", "per_replica", "unloaded_ms"):  # the verdict's inputs, not columns
+                option.pop(internal, None)
         feasible = [o for o in options if o["ok"]]
         if feasible and traffic_level:  # the fewest GPUs, then the cheapest per token
             best.append(min(feasible, key=lambda o: (o["n_gpus"], o["cost_usd"] != o["cost_usd"], o["cost_usd"])))

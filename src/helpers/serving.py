@@ -214,13 +214,18 @@ def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtyp
     group and formats may be an array over steps (batch sizes included)."""
     weights, kv_per_token, peak = _per_gpu(m, g, n_gpus, weight_dtype, kv_dtype)
     flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / n_gpus)
-    tp = [_tp_seconds(m, g, n_gpus, int(t)) for t in np.unique(tp_tokens)]
+    tokens, index = np.unique(np.broadcast_to(tp_tokens, flops.shape), return_inverse=True)
     return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
                  kv_bytes=np.broadcast_to(kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float), flops.shape),
-                 tensor_parallel=(np.full(flops.shape, tp[0]) if len(tp) == 1 else
-                                  np.asarray([_tp_seconds(m, g, n_gpus, int(t)) for t in np.broadcast_to(tp_tokens, flops.shape)])),
+                 tensor_parallel=np.array([_tp_seconds(m, g, n_gpus, int(t)) for t in tokens])[index.reshape(flops.shape)],
                  peak_flops=peak, bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, weight_dtype=weight_dtype, kv_group=kv_group)
+
+
+def _prefill_flops(m: Model, before, chunk):
+    """FLOPs per sequence of prefilling ``chunk`` tokens after ``before`` already cached: 2 per
+    active parameter per token, and causal attention, 2·L·d·(2·chunk·before + chunk²)."""
+    return 2 * m.n_active_params * chunk + 2 * m.n_layers * m.d_model * (2 * chunk * before + chunk**2)
 
 
 def _decode_steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: str, kv_dtype: str,
@@ -237,8 +242,7 @@ def batch_totals(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str
     of :mod:`traffic`)."""
     b = np.asarray(batches, dtype=float)
     decode = _decode_steps(m, g, n_gpus, b, weight_dtype, kv_dtype, np.full(b.shape, float(context)), True)
-    flops = 2 * m.n_active_params * prompt_len + 2 * m.n_layers * m.d_model * prompt_len**2
-    prefill = _steps(m, g, n_gpus, b, weight_dtype, kv_dtype, np.full(b.shape, float(flops)),
+    prefill = _steps(m, g, n_gpus, b, weight_dtype, kv_dtype, np.full(b.shape, float(_prefill_flops(m, 0, prompt_len))),
                      weight_share_read(m, b * prompt_len), prompt_len, b * prompt_len)
     return decode.seconds()["total"], prefill.seconds()["total"]
 
@@ -272,8 +276,8 @@ def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: in
     size = prompt_len if chunk_tokens is None else min(chunk_tokens, prompt_len)
     before = np.arange(0, prompt_len, size, dtype=float)
     chunk = np.minimum(size, prompt_len - before)
-    flops = 2 * m.n_active_params * chunk + 2 * m.n_layers * m.d_model * (2 * chunk * before + chunk**2)
-    steps = _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size * size),
+    steps = _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, _prefill_flops(m, before, chunk),
+                   weight_share_read(m, batch_size * size),
                    before + chunk, batch_size * size)
     last = int(chunk[-1])
     if last != size:  # the last chunk is shorter: its all-reduces are too

@@ -51,8 +51,9 @@ from .units import check_bool, check_choice, check_dtype, check_positive
 STEP_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
 #: Bytes Adam moves per local parameter in one update (see the module docstring).
 OPTIMIZER_BYTES_PER_PARAM = 30
-#: Fraction of peak memory bandwidth a streaming kernel reaches on HBM (about 0.85-0.9;
-#: ``data/efficiency.csv``, decode_bandwidth basis).
+#: Fraction of peak memory bandwidth a training step's element-wise kernels reach on HBM (about
+#: 0.85-0.9; decoding kernels' own fraction is fitted in ``data/calibration.csv``,
+#: serving/bandwidth_fraction).
 STREAM_FRACTION = 0.85
 #: Bytes per element of casting a GEMM input to FP8 (read BF16, write FP8; Transformer Engine's
 #: per-tensor casts before each of the four linear layers of a block).
