@@ -10,7 +10,9 @@ FlashAttention, selective recompute has nothing left to recompute). The global b
 the model's published batch (``data/models.csv``) or, for models without one, the
 compute-optimal batch of DeepSeek-AI 2024 (arXiv:2401.02954, Eq. 1: B = 0.292 * C^0.3271 tokens
 for C FLOPs), whatever the GPU count: the multiples of dp * micro-batch on either side of it
-within a factor :data:`BATCH_SLACK` are tried (the nearest one if neither is), and a layout whose
+within a factor :data:`BATCH_SLACK` are tried (both if neither is: the smaller batch is not
+always the faster, and a run with more tokens must not get the better of the two only because its
+rule batch is larger), and a layout whose
 data-parallel replicas would need a batch more than :data:`BATCH_SLACK` times larger is not. Of
 the layouts that fit in memory (:mod:`memory`, FP8 sized as BF16) the one with the most tokens
 per second (:func:`steptime.terms`) wins.
@@ -129,10 +131,10 @@ def _candidates(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, n_gpu
                 step = dp * b
                 if step > BATCH_SLACK * target_sequences:
                     continue
-                # the multiples of dp * micro-batch on either side of the target within the slack, else the nearest
-                near = {n for n in (target_sequences // step, ceil(target_sequences / step))
-                        if n and target_sequences / BATCH_SLACK <= n * step <= BATCH_SLACK * target_sequences}
-                for micro_batches in sorted(near or {max(1, round(target_sequences / step))}):
+                # the multiples of dp * micro-batch on either side of the target within the slack, else both
+                sides = {n for n in (target_sequences // step, ceil(target_sequences / step)) if n}
+                near = {n for n in sides if target_sequences / BATCH_SLACK <= n * step <= BATCH_SLACK * target_sequences}
+                for micro_batches in sorted(near or sides):
                     for vpp in VPP_DEGREES:
                         if vpp > 1 and (pp == 1 or vpp > steptime.max_vpp(n_layers, pp) or micro_batches < pp):
                             continue
