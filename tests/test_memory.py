@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import gpus, memory, models
+from helpers import gpus, memory, models, validation
 from helpers.models import Model
 from helpers.units import GB, GiB, KiB, MiB
 
@@ -104,6 +104,70 @@ def test_full_16bit_finetune_of_65b_needs_over_780gb():
 def test_nf4_65b_weights_under_the_reported_footprint():
     """QLoRA Table 1 lists 41 GB for Guanaco 65B in 4 bit; the weights alone must be below that."""
     assert 30 * GB < memory.quantized_weight_bytes(models.get("llama-65b"), "nf4") < 41 * GB
+
+
+# --- measured fine-tuning memory (memory_runs.csv) -------------------------------------------
+
+BERT_LARGE = Model(name="bert-large-uncased", display_name="BERT large", n_params=335_143_938,
+                   n_active_params=335_143_938, n_layers=24, d_model=1024, n_heads=16, n_kv_heads=16, d_ff=4096,
+                   vocab_size=2, context_len=512)
+
+
+def test_autocast_keeps_18_bytes_per_parameter():
+    """Hugging Face, "Model training anatomy": mixed precision with AdamW needs 18 bytes per parameter
+    (6 for the fp32 weights and their fp16 copy, 4 for fp32 gradients, 8 for the two moments); the
+    Megatron layout (16-bit weights and gradients, fp32 master and moments) needs 16."""
+    amp = memory.training(BERT_LARGE, dtype="fp16", amp=True)
+    master = memory.training(BERT_LARGE, dtype="fp16")
+    per_param = [(b.weights + b.gradients + b.optimizer) / BERT_LARGE.n_params for b in (amp, master)]
+    assert per_param == pytest.approx([18, 16])
+
+
+def test_measured_fine_tuning_memory_within_15_percent():
+    """Nothing is fitted to these rows: median |error| of the GPU figure at most 10 %, 80 % of the rows
+    within 15 % (the issue's target), and the estimate never above a measurement by more than 5 %."""
+    runs = validation.memory_runs()
+    errors = runs["GPU error"]
+    assert errors.abs().median() <= 0.10
+    assert (errors.abs() <= 0.15).mean() >= 0.8
+    assert errors.max() <= 0.05
+
+
+def test_gradient_checkpointing_rows_are_within_7_percent():
+    """With every layer checkpointed the activations are small, so the model states and the CUDA
+    context must carry the estimate: the four checkpointed BERT-large runs within 7 %."""
+    runs = validation.memory_runs().set_index("id")
+    assert runs.loc[["F03", "F05", "F07", "F09"], "GPU error"].abs().max() <= 0.07
+
+
+def test_offload_moves_the_optimizer_and_its_gradient_copy_to_the_host():
+    """ZeRO-Offload (Ren et al. 2021, Sec. 4.1): fp32 master weights, both moments and an fp32 copy of the
+    gradients live in host memory: 16 bytes per parameter for mixed-precision AdamW, none left on the GPU."""
+    base = memory.training("llama-2-7b", zero_stage=2)
+    off = memory.training("llama-2-7b", zero_stage=2, offload="optimizer")
+    n = models.get("llama-2-7b").n_params
+    assert off.optimizer == 0 and base.host == 0
+    assert off.host / n == pytest.approx(16)
+    assert (off.weights, off.gradients, off.activations) == (base.weights, base.gradients, base.activations)
+
+
+def test_parameter_offload_leaves_the_live_window_on_the_gpu():
+    """ZeRO-3 with parameters offloaded: the host holds the 16-bit weights as well; the GPU keeps at
+    most stage3_max_live_parameters (1e9) plus the largest matrix, here 70B parameters in bf16."""
+    m = models.get("llama-2-70b")
+    off = memory.training(m, zero_stage=3, offload="parameters")
+    largest = m.vocab_size * m.d_model
+    assert off.weights == pytest.approx((memory.MAX_LIVE_PARAMETERS + largest) * 2)
+    assert off.host == pytest.approx(m.n_params * (2 + 16))
+    smaller = memory.training(m, zero_stage=3, offload="parameters", max_live_parameters=1e8)
+    assert smaller.weights < off.weights and smaller.host == off.host
+
+
+def test_offloaded_host_memory_of_the_peft_run():
+    """PEFT's bloomz-7b1 LoRA run with DeepSpeed ZeRO-3 offload grows the process by 31.2 GB over the same
+    script without it: the offloaded fp32 base (26.3 GiB) must account for at least 80 % of that."""
+    row = validation.memory_runs().set_index("id").loc["F11"]
+    assert 0.8 <= row["predicted host (GiB)"] / row["measured host (GiB)"] <= 1.0
 
 
 # --- behaviour -------------------------------------------------------------------------------

@@ -94,8 +94,10 @@ def clean_or_named_error(f, case):
                     micro_batch_size=st.integers(1, 64), seq_len=st.integers(1, 65536),
                     recompute=st.sampled_from(memory.RECOMPUTE), zero_stage=st.sampled_from([0, 1]),
                     dp=st.integers(1, 4096), tp=TP, pp=st.sampled_from([1, 2, 4]),
-                    method=st.sampled_from(memory.METHODS), master_weights=st.booleans(), lora_rank=st.integers(1, 256)),
-               adjust=lambda kw: kw if isinstance(kw["model"], str) else kw | {"pp": 1}))  # dense layer counts vary
+                    method=st.sampled_from(memory.METHODS), master_weights=st.booleans(), lora_rank=st.integers(1, 256),
+                    amp=st.booleans(), offload=st.sampled_from(memory.OFFLOADS[:2])),
+               adjust=lambda kw: (kw if isinstance(kw["model"], str) else kw | {"pp": 1}) |  # dense layer counts vary
+               ({} if kw["dtype"] in ("fp16", "bf16") else {"amp": False})))  # autocast is to a 16-bit dtype
 def test_training_memory_is_clean_or_rejected(case):
     clean_or_named_error(memory.training, case)
 
@@ -259,6 +261,33 @@ def test_training_memory_grows_with_model_size(n_layers, extra, micro_batch_size
     assert large.total > small.total
     for part in ("weights", "gradients", "optimizer", "activations"):
         assert getattr(large, part) >= getattr(small, part)
+
+
+@FAST
+@given(model=st.sampled_from(PRESETS), micro_batch_size=st.integers(1, 16), more_batch=st.integers(0, 16),
+       seq_len=st.integers(1, 16384), more_seq=st.integers(0, 16384), amp=st.booleans(),
+       offload=st.sampled_from(memory.OFFLOADS), **TRAIN)
+def test_training_memory_never_falls_as_batch_or_sequence_grows(model, micro_batch_size, more_batch, seq_len, more_seq,
+                                                                amp, offload, **kw):
+    """Longer sequences or more sequences per micro-batch never need less GPU memory, nor less host
+    memory, whatever the precision layout and offload."""
+    assume(not amp or kw["dtype"] in ("fp16", "bf16"))
+    assume(offload != "parameters" or kw["zero_stage"] == 3)
+    small = memory.training(model, micro_batch_size=micro_batch_size, seq_len=seq_len, amp=amp, offload=offload, **kw)
+    large = memory.training(model, micro_batch_size=micro_batch_size + more_batch, seq_len=seq_len + more_seq, amp=amp,
+                            offload=offload, **kw)
+    assert large.total >= small.total and large.host == small.host
+
+
+@FAST
+@given(model=st.sampled_from(PRESETS), offload=st.sampled_from(memory.OFFLOADS[1:]), **TRAIN)
+def test_offload_never_adds_gpu_memory_and_keeps_every_byte_somewhere(model, offload, **kw):
+    """What offload takes off the GPU lands on the host (with the optimizer's fp32 gradient copy on top);
+    under parameter offload the GPU keeps no more weights than ZeRO-3's shard."""
+    kw["zero_stage"] = 3 if offload == "parameters" else kw["zero_stage"]
+    on, off = memory.training(model, **kw), memory.training(model, offload=offload, **kw)
+    assert off.total <= on.total
+    assert off.total + off.host >= on.total * (1 - 1e-12)
 
 
 @FAST

@@ -6,11 +6,13 @@ copy and Adam's two fp32 moments (K = 12 bytes/parameter); ZeRO stages 1/2/3 sha
 optimizer states, then the gradients, then the weights over the data-parallel group.
 Activations after Korthikanti et al. 2022 (arXiv:2205.05198, Sec. 4, Eq. 1-6), counted from each
 model's own shapes, with FlashAttention and without dropout unless told otherwise.
+Offload after Ren et al. 2021 (ZeRO-Offload, arXiv:2101.06840) and Rajbhandari et al. 2021
+(ZeRO-Infinity, arXiv:2104.07857): optimizer states, and under ZeRO-3 the weights, kept in host memory.
 Inference: weights by storage format plus the KV cache (Kwon et al. 2023, vLLM, arXiv:2309.06180).
 """
 
 import numbers
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from functools import cache
 from math import ceil
 
@@ -29,6 +31,12 @@ RECOMPUTE = ("none", "selective", "full")
 METHODS = ("full", "lora", "qlora")
 KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
 ZERO_STAGES = (0, 1, 2, 3)
+#: What DeepSpeed keeps in host memory: nothing, the optimizer (``offload_optimizer``), or the
+#: optimizer and the weights (``offload_param``, ZeRO-3 only).
+OFFLOADS = ("none", "optimizer", "parameters")
+#: DeepSpeed's ``stage3_max_live_parameters`` default: parameters resident per GPU before it releases
+#: gathered ones (DeepSpeed configuration JSON reference, ZeRO optimizations for FP16 training).
+MAX_LIVE_PARAMETERS = 1e9
 
 #: CUDA context and kernels, measured by Hugging Face before any tensor was allocated:
 #: "GPU memory occupied: 1343 MB" (MiB, from NVML), Transformers docs, "Model training anatomy",
@@ -43,7 +51,8 @@ PREFILL_CHUNK_TOKENS = 2048
 
 @dataclass(frozen=True)
 class MemoryBreakdown:
-    """Bytes per GPU by component."""
+    """Bytes per GPU by component, and ``host``: bytes of host (CPU) memory per GPU that offload
+    moves there (not part of :attr:`total`)."""
 
     weights: float = 0.0
     gradients: float = 0.0
@@ -51,9 +60,10 @@ class MemoryBreakdown:
     activations: float = 0.0
     kv_cache: float = 0.0
     overhead: float = 0.0
+    host: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in COMPONENTS:
+        for name in (*COMPONENTS, "host"):
             check_positive(name, getattr(self, name), allow_zero=True)
 
     @property
@@ -61,8 +71,8 @@ class MemoryBreakdown:
         return sum(getattr(self, name) for name in COMPONENTS)
 
     def as_dict(self) -> dict[str, float]:
-        """Components in :data:`COMPONENTS` order, bytes."""
-        return asdict(self)
+        """GPU components in :data:`COMPONENTS` order, bytes."""
+        return {name: getattr(self, name) for name in COMPONENTS}
 
 
 def as_model(model: "Model | str | float") -> Model:
@@ -136,9 +146,15 @@ def _optimizer_state_bytes(shapes: list[tuple[int, int]], n: float, optimizer: s
 
 @cache
 def model_states(model: Model, dtype: str, optimizer: str, master_weights: bool,
-                  method: str, lora_rank: int) -> tuple[float, float, float]:
-    """Unsharded (weights, gradients, optimizer) bytes for the whole model (arguments unchecked)."""
-    low_precision = dtype in ("fp16", "bf16")
+                  method: str, lora_rank: int, amp: bool = False) -> tuple[float, float, float]:
+    """Unsharded (weights, gradients, optimizer) bytes for the whole model (arguments unchecked).
+
+    ``amp``: PyTorch autocast over fp32 parameters (Hugging Face Trainer's fp16/bf16 flags):
+    fp32 weights plus their 16-bit copies cast for the matrix products (6 bytes/parameter), fp32
+    gradients and optimizer states (Hugging Face, "Model training anatomy": mixed precision
+    "maintains a model in fp32 and one in fp16 in memory", gradients "always kept in fp32").
+    """
+    low_precision = dtype in ("fp16", "bf16") and not amp
     element = 2 if low_precision else 4
     master = 4 if low_precision and master_weights else 0
     state = 4 if (master or not low_precision) else 2
@@ -153,6 +169,8 @@ def model_states(model: Model, dtype: str, optimizer: str, master_weights: bool,
         else:
             frozen = quantized_weight_bytes(model, "nf4")
     weights = frozen + trainable * element
+    if amp and dtype in ("fp16", "bf16") and method != "qlora":  # the 16-bit casts autocast caches
+        weights += 2 * model.n_params
     gradients = trainable * element
     optimizer_bytes = trainable * master + _optimizer_state_bytes(shapes, trainable, optimizer, state)
     return weights, gradients, optimizer_bytes
@@ -275,11 +293,21 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
              micro_batch_size: int = 1, seq_len: int = 2048, recompute: str = "none",
              zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, method: str = "full",
              master_weights: bool = True, lora_rank: int = 16, flash_attention: bool = True,
-             dropout: bool = False) -> MemoryBreakdown:
-    """Peak training memory per GPU.
+             dropout: bool = False, amp: bool = False, offload: str = "none",
+             max_live_parameters: float = MAX_LIVE_PARAMETERS) -> MemoryBreakdown:
+    """Peak training memory per GPU, and the host memory offload needs.
 
-    ``dtype`` is the compute dtype: fp16/bf16 mean mixed precision with fp32 master weights
-    unless ``master_weights=False`` (pure 16-bit training, 16-bit optimizer states).
+    ``dtype`` is the compute dtype: fp16/bf16 mean mixed precision with 16-bit weights and
+    gradients and fp32 master weights (Megatron-LM, DeepSpeed) unless ``master_weights=False``
+    (pure 16-bit training, 16-bit optimizer states), or with ``amp=True`` PyTorch autocast over
+    fp32 weights (:func:`model_states`).
+    ``offload`` (:data:`OFFLOADS`, DeepSpeed ZeRO-Offload): "optimizer" keeps the optimizer
+    states (with the fp32 master weights) and an fp32 copy of the gradients in host memory, where
+    the optimizer step runs; "parameters" (ZeRO-3 only) keeps the weight shard there too, and the
+    GPU holds the weights gathered for the layers at work: up to ``max_live_parameters``
+    (DeepSpeed's ``stage3_max_live_parameters``) plus the largest single matrix (a parameter is
+    gathered whole), never more than the shard itself (ZeRO-3 without offload is counted at its
+    shard, without these transient gathers, as in Rajbhandari et al. 2019, Figure 1).
     ``method="lora"`` freezes the 16-bit base and trains rank-``lora_rank`` adapters;
     ``"qlora"`` stores the frozen base in NF4. Model states are split over tp*pp and, by
     ZeRO stage, over dp. ZeRO stages 2 and 3 do not combine with pipeline parallelism (DeepSpeed:
@@ -295,17 +323,33 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     check_positive("seq_len", seq_len, integer=True)
     check_positive("lora_rank", lora_rank, integer=True)
     check_bool("master_weights", master_weights)
+    check_bool("amp", amp)
+    check_choice("offload", offload, OFFLOADS)
+    check_positive("max_live_parameters", max_live_parameters)
     check_split(m, tp, pp, dp)
     if pp > 1 and zero_stage >= 2:
         raise ValueError(f"zero_stage={zero_stage} does not combine with pp={pp}: ZeRO-2 and ZeRO-3 are "
                          f"incompatible with pipeline parallelism; allowed with pp > 1: zero_stage 0 or 1")
-    weights, gradients, optimizer_bytes = shard(model_states(m, dtype, optimizer, master_weights, method, lora_rank),
-                                                tp, pp, dp, zero_stage)
+    if offload == "parameters" and zero_stage != 3:
+        raise ValueError(f"offload='parameters' needs zero_stage=3 (DeepSpeed offloads parameters only under "
+                         f"ZeRO-3), got zero_stage={zero_stage}; allowed otherwise: offload 'none' or 'optimizer'")
+    if amp and dtype not in ("fp16", "bf16"):
+        raise ValueError(f"amp=True autocasts to a 16-bit dtype; dtype must be fp16 or bf16, got {dtype!r}")
+    states = model_states(m, dtype, optimizer, master_weights, method, lora_rank, amp)
+    weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage)
+    host = 0.0
+    if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
+        gradient_element = 2 if dtype in ("fp16", "bf16") and not amp else 4
+        host, optimizer_bytes = optimizer_bytes + gradients * 4 / gradient_element, 0.0
+    if offload == "parameters":  # the shard on the host; the GPU holds the weights gathered for the layers at work
+        largest = max(d_in * d_out for d_in, d_out in _full_shapes(m))
+        gathered = (max_live_parameters + largest) * states[0] / m.n_params / (tp * pp)
+        host, weights = host + weights, min(weights, gathered)
     return MemoryBreakdown(
         weights=weights, gradients=gradients, optimizer=optimizer_bytes,
         activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, pp=pp, dtype=dtype,
                                 flash_attention=flash_attention, dropout=dropout),
-        overhead=RUNTIME_OVERHEAD,
+        overhead=RUNTIME_OVERHEAD, host=host,
     )
 
 

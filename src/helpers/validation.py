@@ -7,12 +7,15 @@ GPU-hours of whole runs against :func:`compute.training_time`.
 Inference (``data/inference_runs.csv``): decoding speed, time to first token and static-batch
 throughput against the serving step model (:mod:`serving`), calibration and test rows apart; and
 serving under load (``data/loaded_serving_runs.csv``) against :mod:`traffic`, all out of sample.
+
+Memory (``data/memory_runs.csv``): measured peak GPU (and, with offload, host) memory of
+fine-tuning runs with published settings against :func:`memory.training`, nothing fitted.
 """
 
 import pandas as pd
 
-from . import _data, calibration, comm, compute, gpus, planner, scaling, serving, steptime, traffic
-from .units import HOUR
+from . import _data, calibration, comm, compute, gpus, memory, models, planner, scaling, serving, steptime, traffic
+from .units import GiB, HOUR
 
 
 def training_runs() -> pd.DataFrame:
@@ -65,6 +68,42 @@ def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
     need, g = planner.layout_bytes(m, layout), gpus.get(row["gpu"])
     return planner.Plan(gpu=g.name, n_gpus=layout.n_gpus, layout=layout, step=step, memory_per_gpu=need,
                         fits=need <= g.memory_bytes)
+
+
+def _memory_run(row: pd.Series) -> memory.MemoryBreakdown:
+    """:func:`memory.training` with a measured run's settings; its model from the row's shapes, the
+    output head (``head_size``: the vocabulary, or a classifier's labels) as its vocabulary."""
+    m = models.Model(name=row["model"], display_name=row["model"], n_params=float(row["n_params"]),
+                     n_active_params=float(row["n_params"]), n_layers=int(row["n_layers"]), d_model=int(row["d_model"]),
+                     n_heads=int(row["n_heads"]), n_kv_heads=int(row["n_kv_heads"]), d_ff=int(row["d_ff"]),
+                     vocab_size=int(row["head_size"]), context_len=int(row["seq_len"]))
+    return memory.training(m, dtype=row["dtype"], amp=bool(row["amp"]), optimizer=row["optimizer"], method=row["method"],
+                           lora_rank=16 if pd.isna(row["lora_rank"]) else int(row["lora_rank"]),
+                           micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]),
+                           recompute=row["recompute"], zero_stage=int(row["zero_stage"]), offload=row["offload"],
+                           flash_attention=bool(row["flash_attention"]), dropout=bool(row["dropout"]))
+
+
+def memory_runs() -> pd.DataFrame:
+    """Measured fine-tuning memory against :func:`memory.training` (GiB; error: predicted / measured - 1).
+
+    The GPU figure compares like with like: NVML's used memory ("device") with the whole estimate,
+    the allocator's peak ("allocator", ``torch.cuda.max_memory_allocated``) with the estimate less
+    the CUDA context. Host memory, where offloaded, is compared as the growth over the same script
+    without offload (``host_baseline``), since the process holds its libraries and data either way."""
+    table = _data.table("memory_runs").set_index("id")
+    out = []
+    for run_id, r in table.iterrows():
+        b = _memory_run(r)
+        gpu = (b.total - (memory.RUNTIME_OVERHEAD if r["gpu_basis"] == "allocator" else 0.0)) / GiB
+        host = measured_host = float("nan")
+        if not pd.isna(r["host_baseline"]):
+            host, measured_host = b.host / GiB, r["measured_host_gib"] - table.loc[r["host_baseline"], "measured_host_gib"]
+        out.append({"id": run_id, "run": r["run"], "measured GPU (GiB)": r["measured_gpu_gib"], "predicted GPU (GiB)": gpu,
+                    "GPU error": gpu / r["measured_gpu_gib"] - 1, "measured host (GiB)": measured_host,
+                    "predicted host (GiB)": host, "host error": host / measured_host - 1, "basis": r["gpu_basis"],
+                    "source": r["source"]})
+    return pd.DataFrame(out)
 
 
 def inference_runs() -> pd.DataFrame:
