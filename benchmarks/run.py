@@ -235,6 +235,24 @@ def inference_validation() -> list[str]:
     return lines
 
 
+def memory_validation() -> list[str]:
+    """Measured fine-tuning memory against memory.training, every row a test row (nothing is fitted)."""
+    runs = validation.memory_runs()
+    lines = ["## Fine-tuning memory against measured runs (nothing fitted; target within 15 %)", "",
+             "GPU: NVML readings (\"device\") against the whole estimate, allocator peaks against it less the CUDA context. "
+             "Host: the growth over the same script without offload.", "",
+             "| run | measured GPU (GiB) | predicted | error | measured host (GiB) | predicted | error |",
+             "| --- | --- | --- | --- | --- | --- | --- |"]
+    for _, r in runs.iterrows():
+        host = ("| – | – | – |" if pd.isna(r["measured host (GiB)"]) else
+                f"| {r['measured host (GiB)']:.1f} | {r['predicted host (GiB)']:.1f} | {r['host error']:+.0%} |")
+        lines.append(f"| {r['run']} | {r['measured GPU (GiB)']:.1f} | {r['predicted GPU (GiB)']:.1f} | "
+                     f"{r['GPU error']:+.0%} " + host)
+    errors = runs["GPU error"].abs()
+    lines += ["", f"GPU: median abs. error {errors.median():.1%}, {int((errors <= 0.15).sum())} of {len(runs)} within 15 %."]
+    return lines
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="also time a clean build and the tests, and weigh kernels and pages")
@@ -245,7 +263,7 @@ def main() -> None:
              f"{' --full' if args.full else ''}`; times in milliseconds unless said otherwise.", "",
              f"## Panels (target: p95 at most {TARGETS['panel p95 (ms)']} ms from a control move to the redrawn output)",
              ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector() + \
-        [""] + training_validation() + [""] + inference_validation()
+        [""] + training_validation() + [""] + inference_validation() + [""] + memory_validation()
     if args.full:
         lines += [""] + full()
     Path(__file__).with_name("results.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
