@@ -456,6 +456,20 @@ def test_serving_cost_curves_are_clean_or_rejected(case):
         assert product.max() == pytest.approx(product.min())
 
 
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(["llama-3-8b", "llama-3-70b", "mistral-7b"]), gpu=st.sampled_from(["H100", "A100 80GB", "L40S"]),
+       prompt_len=st.integers(1, 8192), output_len=st.integers(1, 4096), clients=st.integers(1, 300),
+       more=st.integers(1, 100), token_budget=st.integers(1, 16384))
+def test_closed_loop_first_token_never_comes_sooner_with_more_clients(model, gpu, prompt_len, output_len, clients, more,
+                                                                    token_budget):
+    """More clients starting together never bring the first token, or the next ones, sooner."""
+    r = traffic.replica(model, gpu, n_gpus=2, prompt_len=prompt_len, output_len=output_len, weight_dtype="fp8")
+    few, many = traffic.closed_loop(r, clients, token_budget=token_budget), \
+        traffic.closed_loop(r, clients + more, token_budget=token_budget)
+    assert many.time_to_first_token >= few.time_to_first_token * (1 - 1e-12)
+    assert many.time_per_token >= few.time_per_token * (1 - 1e-12)
+
+
 def test_more_tokens_never_finish_sooner_when_the_batch_follows_the_tokens():
     """A 1B dense model on 2,048 B200: 3.55T tokens (batch rule: 2,869 sequences, once rounded down to 2,048
     and predicted slower) against 5.33T tokens (3,276, rounded up to 4,096), found by hypothesis; the planner

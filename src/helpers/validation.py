@@ -146,7 +146,7 @@ def loaded_runs() -> pd.DataFrame:
     for _, row in _data.table("loaded_serving_runs").iterrows():
         r = traffic.replica(row["model"], row["gpu"], n_gpus=int(row["n_gpus"]), prompt_len=int(row["prompt_len"]),
                             output_len=int(row["output_len"]), weight_dtype=row["weight_dtype"])
-        at = traffic.closed_loop(r, float(row["concurrency"]))
+        at = traffic.closed_loop(r, int(row["concurrency"]))
         predicted = {"ms per token": at.time_per_token * 1000, "output tokens/s": at.output_tokens_per_s,
                      "first token (ms)": at.time_to_first_token * 1000}
         published = {"ms per token": row["itl_ms"], "output tokens/s": row["output_tokens_per_s"],
