@@ -60,7 +60,6 @@ def _cold(f):
     """``f()`` after emptying the serving caches, as when a reader moves the prompt or output length."""
     traffic._replica.cache_clear()
     serving._per_gpu.cache_clear()
-    serving._tp_seconds.cache_clear()
     return f()
 
 

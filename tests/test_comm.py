@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -72,3 +73,12 @@ def test_auto_takes_the_ring_where_it_is_faster():
         comm.allreduce_time(1e9, 8, "nvlink3", algorithm="nvls")
     with pytest.raises(ValueError, match="one NVSwitch domain only"):
         comm.multinode_allreduce_time(1e9, 2, 8, "nvlink4", "ib-ndr", nics_per_node=8, algorithm="nvls")
+
+
+@pytest.mark.parametrize("link_name", ["nvlink4", "nvlink3", "pcie4", "infinity-fabric-mi300x"])
+def test_vectorised_allreduce_is_allreduce_time(link_name):
+    """The serving fast path's all-reduce gives allreduce_time's expected seconds, ring or NVLS alike."""
+    sizes = np.array([0.0, 1e3, 64e3, 1e6, 64e6, 1e9])
+    for n in (1, 2, 4, 8):
+        fast = comm.allreduce_expected(sizes, n, comm.link(link_name))
+        assert fast == pytest.approx([comm.allreduce_time(s, n, link_name).expected for s in sizes], rel=1e-12)

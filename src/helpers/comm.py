@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from math import ceil, log2
 from functools import cache
 
+import numpy as np
 import pandas as pd
 
 from . import _data, gpus
@@ -142,8 +143,8 @@ def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: 
     if n_gpus == 1:
         return Estimate.exact(0.0)
     if algorithm in ("auto", "nvls") and collective == "allreduce" and ln.has_nvls:
-        nvls = Estimate(*(NVLS_LATENCY + check_result(n_bytes / (ln.bandwidth * f), n_bytes=n_bytes)
-                          for f in (1.0, ln.nvls_fraction, 0.85 * ln.nvls_fraction)))
+        check_result(n_bytes / ln.bandwidth, n_bytes=n_bytes)
+        nvls = Estimate(*(_nvls_seconds(n_bytes, ln, f) for f in (1.0, ln.nvls_fraction, 0.85 * ln.nvls_fraction)))
         ring = collective_time(collective, n_bytes, n_gpus, ln, algorithm="ring")
         return nvls if algorithm == "nvls" or nvls.expected < ring.expected else ring
     if algorithm == "tree":
@@ -155,9 +156,25 @@ def collective_time(collective: str, n_bytes: float, n_gpus: int, link_or_name: 
     return Estimate(*(alpha_beta(steps, ln.hop_latency, traffic, ln.bandwidth * f) for f in fractions))
 
 
+def _nvls_seconds(n_bytes, ln: Link, fraction: float):
+    """An NVLS all-reduce: its fixed latency, then the buffer at ``fraction`` of the line rate."""
+    return NVLS_LATENCY + n_bytes / (ln.bandwidth * fraction)
+
+
 def allreduce_time(n_bytes: float, n_gpus: int, link_or_name: "Link | str", *, algorithm: str = "auto") -> Estimate:
     """Seconds for an all-reduce of ``n_bytes`` over ``n_gpus`` GPUs joined by ``link_or_name``."""
     return collective_time("allreduce", n_bytes, n_gpus, link_or_name, algorithm=algorithm)
+
+
+def allreduce_expected(n_bytes, n_gpus: int, ln: Link):
+    """The expected seconds of :func:`allreduce_time` with the default algorithm, for a number or a
+    numpy array of ``n_bytes`` at once (arguments unchecked: the fast path of :mod:`serving`)."""
+    n_bytes = np.asarray(n_bytes, dtype=float)
+    if n_gpus == 1:
+        return np.zeros_like(n_bytes)
+    ring = alpha_beta(2 * (n_gpus - 1), ln.hop_latency, bus_factor("allreduce", n_gpus) * n_bytes,
+                      ln.bandwidth * ln.achieved_fraction)
+    return np.minimum(ring, _nvls_seconds(n_bytes, ln, ln.nvls_fraction)) if ln.has_nvls else ring
 
 
 def bus_bandwidth(collective: str, n_bytes: float, n_gpus: int, seconds: float) -> float:

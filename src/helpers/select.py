@@ -184,10 +184,14 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
                                                        tpot_s, most))
                         verdicts.append(_traffic_verdict(options[-1], budget_usd))
         elif task == "serve":
-            options = [_serve_option(m, g, tp, dtype, batch_size, context_len)
-                       for tp in (1, 2, 4, 8) if tp <= max_gpus and m.n_heads % tp == 0
-                       for dtype in ("bf16", "fp8", "int8", "int4") if dtype != "fp8" or g.supports("fp8")]
-            verdicts = [_serving_verdict(o, latency_ms, budget_usd) for o in options]
+            options, verdicts = [], []
+            for dtype in ("bf16", "fp8", "int8", "int4"):
+                for tp in (1, 2, 4, 8) if dtype != "fp8" or g.supports("fp8") else ():
+                    if tp <= max_gpus and m.n_heads % tp == 0:
+                        options.append(_serve_option(m, g, tp, dtype, batch_size, context_len))
+                        verdicts.append(_serving_verdict(options[-1], latency_ms, budget_usd))
+                        if verdicts[-1][0] in ("compute", "memory bandwidth"):
+                            break  # it serves: a wider group cannot cost less per token, nor give more per GPU
         else:
             check_positive("tokens", tokens)
             options = _train_options(m, g, tuple(n for n in COUNTS if n <= most), task, tokens, seq_len)

@@ -203,9 +203,12 @@ def _per_gpu(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str) ->
             g.peak_flops(compute_dtype(g, weight_dtype)))
 
 
-@cache
-def _tp_seconds(m: Model, g: GPU, n_gpus: int, tokens: int) -> float:
-    return tensor_parallel_time(m, g, n_gpus, tokens).expected if n_gpus > 1 else 0.0
+def _tp_seconds(m: Model, g: GPU, n_gpus: int, tokens) -> np.ndarray:
+    """:func:`tensor_parallel_time`'s expected seconds for a number or an array of token counts."""
+    if n_gpus == 1:
+        return np.zeros(np.shape(tokens))
+    message = np.asarray(tokens, dtype=float) * m.d_model * ACTIVATION_BYTES
+    return 2 * m.n_layers * comm.allreduce_expected(message, n_gpus, comm.gpu_link(g, n_gpus))
 
 
 def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtype: str,
@@ -214,10 +217,9 @@ def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtyp
     group and formats may be an array over steps (batch sizes included)."""
     weights, kv_per_token, peak = _per_gpu(m, g, n_gpus, weight_dtype, kv_dtype)
     flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / n_gpus)
-    tokens, index = np.unique(np.broadcast_to(tp_tokens, flops.shape), return_inverse=True)
     return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
                  kv_bytes=np.broadcast_to(kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float), flops.shape),
-                 tensor_parallel=np.array([_tp_seconds(m, g, n_gpus, int(t)) for t in tokens])[index.reshape(flops.shape)],
+                 tensor_parallel=np.broadcast_to(_tp_seconds(m, g, n_gpus, tp_tokens), flops.shape),
                  peak_flops=peak, bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, weight_dtype=weight_dtype, kv_group=kv_group)
 
@@ -276,13 +278,8 @@ def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: in
     size = prompt_len if chunk_tokens is None else min(chunk_tokens, prompt_len)
     before = np.arange(0, prompt_len, size, dtype=float)
     chunk = np.minimum(size, prompt_len - before)
-    steps = _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, _prefill_flops(m, before, chunk),
-                   weight_share_read(m, batch_size * size),
-                   before + chunk, batch_size * size)
-    last = int(chunk[-1])
-    if last != size:  # the last chunk is shorter: its all-reduces are too
-        steps.tensor_parallel[-1] = _tp_seconds(m, g, n_gpus, batch_size * last)
-    return steps
+    return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, _prefill_flops(m, before, chunk),
+                  weight_share_read(m, batch_size * size), before + chunk, batch_size * chunk)
 
 
 def decode_seconds(model: "Model | str | float", gpu: "GPU | str", *, calibration: ServingCalibration | None = None,
