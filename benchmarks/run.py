@@ -205,7 +205,7 @@ def inference_validation() -> list[str]:
     params = ", ".join([f"bandwidth fraction {cal.bandwidth_fraction:.3f}", f"overlap {cal.overlap:.3f}",
                         f"{cal.layer_seconds * 1e6:.1f} us per layer and step", f"KV re-reads {cal.kv_rereads:.2f}"] +
                        [f"compute fraction {k} {v:.3f}" for k, v in cal.compute_fraction] +
-                       [f"{k} kernel efficiency {v:.3f}" for k, v in cal.kernel_efficiency])
+                       [f"{k} dequantization {v:.2f} operations per byte" for k, v in cal.dequant_ops])
     low, high = calibration.serving_band()
     lines = ["## Serving step time against published runs (out of sample)", "",
              f"Fitted on the calibration groups only ({params}); band {low:.3f}-{high:.3f} x the predicted time, from the "

@@ -120,13 +120,14 @@ def test_estimate_invariants():
 
 def test_inference_estimates_out_of_sample():
     """On rows no parameter was fitted on (other engines, the L40S and H200, NIM): decoding at
-    batch 1 within 12 % in median, first-token latency and static batches of 16-1024 sequences
-    within 10 %, and at least 90 % of the rows inside the band (measured: 10.6 %, 5.1 %, 5.4 %, 29 of 31)."""
+    batch 1, first-token latency and static batches of 16-1024 sequences within 10 % in median (the
+    issue's targets), and at least 90 % of the rows inside the band (measured: 6.9 %, 4.8 %, 6.0 %,
+    29 of 31; batch-1 decoding was 10.6 % before dequantization was modelled as CUDA-core work)."""
     runs = validation.inference_runs()
     test = runs[runs["split"] == "test"]
     assert set(test["group"]).isdisjoint(runs[runs["split"] == "calibration"]["group"])
     median = test.groupby("kind")["error"].apply(lambda e: e.abs().median())
-    assert median["decode"] <= 0.12 and median["prefill"] <= 0.10 and median["static batch"] <= 0.10
+    assert median["decode"] <= 0.10 and median["prefill"] <= 0.10 and median["static batch"] <= 0.10
     assert test["inside band"].mean() >= 0.9
     assert (test["kind"] == "static batch").sum() >= 10 and test[test["kind"] == "static batch"]["batch"].min() >= 16
 

@@ -67,7 +67,8 @@ def spoiled(draw, valid, adjust=lambda kwargs: kwargs):
     if draw(st.booleans()):
         return kwargs, None
     name = draw(st.sampled_from(sorted(valid)))
-    return kwargs | {name: draw(WILD)}, name
+    value = draw(WILD)
+    return adjust(kwargs | {name: value}) | {name: value}, name  # the others made consistent with what replaced it
 
 
 def clean_or_named_error(f, case):

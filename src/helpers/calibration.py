@@ -258,7 +258,7 @@ def band(gpu: "gpus.GPU | str", dtype: str) -> tuple[float, float]:
 #: Search range of each fitted serving parameter (layer_seconds in seconds per layer and step).
 SERVING_BOUNDS = {"bandwidth_fraction": (0.3, 1.0), "overlap": (0.0, 1.0), "layer_seconds": (0.0, 300e-6),
                   "kv_rereads": (0.0, 1.0),
-                  "compute_fraction": (0.15, 1.0), "kernel_efficiency": (0.2, 1.0)}
+                  "compute_fraction": (0.15, 1.0), "dequant_ops": (0.0, 40.0)}
 
 
 def _serving_steps(row: pd.Series) -> tuple[serving.Steps, ...]:
@@ -313,10 +313,10 @@ def fit_serving(rows: pd.DataFrame, *, sweeps: int = 3) -> serving.ServingCalibr
         raise ValueError("rows must hold at least one inference run to fit on")
     archs, kernels = _serving_keys(rows)
     names = (["bandwidth_fraction", "overlap", "layer_seconds", "kv_rereads"] + [f"compute_fraction/{a}" for a in archs]
-             + [f"kernel_efficiency/{k}" for k in kernels])
+             + [f"dequant_ops/{k}" for k in kernels])
     x = {"bandwidth_fraction": 0.8, "overlap": 0.5, "layer_seconds": 50e-6, "kv_rereads": 0.0,
          **{n: 0.6 for n in names if n.startswith("compute_fraction/")},
-         **{n: 0.8 for n in names if n.startswith("kernel_efficiency/")}}
+         **{n: 2.0 for n in names if n.startswith("dequant_ops/")}}
     published = np.log(rows["published"].to_numpy())
 
     def made(values: dict) -> serving.ServingCalibration:

@@ -23,12 +23,14 @@ def _states_per_param(**kwargs) -> float:
 
 def train_vs_infer() -> str:
     m = models.get("llama-2-7b")
-    train = memory.training(m, seq_len=2048, recompute="full").total
+    setup = dict(seq_len=2048, recompute="selective")  # the Memory chapter's first figure: FlashAttention, one sequence
+    train = memory.training(m, **setup).total
     infer = memory.inference(m, context_len=2048).total
-    qlora = memory.training(m, seq_len=2048, recompute="full", method="qlora").total
+    qlora = memory.training(m, method="qlora", **setup).total
     return (f"Mixed-precision AdamW keeps {_states_per_param():.0f} bytes per parameter against 2 for bf16 "
-            f"inference ({_states_per_param() / 2:.0f}x). Llama 2 7B at 2048 tokens: training {gb(train)}, "
-            f"inference {gb(infer)} ({train / infer:.1f}x); QLoRA training {gb(qlora)} ({qlora / infer:.1f}x).")
+            f"inference ({_states_per_param() / 2:.0f}x). Llama 2 7B, one 2048-token sequence with FlashAttention: "
+            f"training {gb(train)}, inference {gb(infer)} ({train / infer:.1f}x); QLoRA training {gb(qlora)} "
+            f"({qlora / infer:.1f}x).")
 
 
 def weights_175b() -> str:
@@ -193,6 +195,17 @@ def a100_value() -> str:
             f"interconnect and availability decide as much as price.")
 
 
+def _fit_words(b: memory.MemoryBreakdown, gpu: gpus.GPU) -> str:
+    """Whether ``b`` fits ``gpu``, read with the Memory chapter's headroom (:data:`memory.HEADROOM`)."""
+    spare = 1 - b.total / gpu.memory_bytes
+    if spare < 0:
+        return "which does not fit"
+    if spare < memory.HEADROOM:
+        return (f"which leaves {spare:.0%} of its memory free, under the {memory.HEADROOM:.0%} headroom the Memory "
+                f"chapter asks for: in practice it does not fit")
+    return f"which fits with {spare:.0%} to spare"
+
+
 def a100_20b() -> str:
     a100 = gpus.get("A100 80GB")
     b = memory.training(20e9, zero_stage=3, dp=4, recompute="full")
@@ -200,7 +213,7 @@ def a100_20b() -> str:
     tokens = 5 * DAY / rate.expected * 1e9
     return (f"Full training of 20B with ZeRO-3 and full recompute over 4 A100 80GB needs {gb(b.total)} per GPU "
             f"({gb(b.weights + b.gradients + b.optimizer)} of it model states), "
-            f"{'which fits, barely' if memory.fits(b, a100) else 'which does not fit'}. In 5 days 4 A100s process "
+            f"{_fit_words(b, a100)}. In 5 days 4 A100s process "
             f"about {tokens / 1e9:.1f}B tokens at the expected throughput: fine-tuning scale, not pre-training (compute-optimal "
             f"would be {compute.CHINCHILLA_TOKENS_PER_PARAM * 20:.0f}B tokens). 1 - 5/14 = {1 - 5 / 14:.0%}: the 60 % is "
             f"arithmetic.")

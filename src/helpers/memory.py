@@ -43,6 +43,12 @@ MAX_LIVE_PARAMETERS = 1e9
 #: https://huggingface.co/docs/transformers/model_memory_anatomy
 RUNTIME_OVERHEAD = 1343 * MiB
 
+#: Share of a GPU's memory to keep free for the allocator's fragmentation and framework buffers,
+#: an assumption of this book: a breakdown that fits with less to spare is read as not fitting
+#: in practice (the measured fine-tuning runs of ``data/memory_runs.csv`` exceed the model by up
+#: to a quarter where activations are kept).
+HEADROOM = 0.05
+
 #: Tokens one prefill forward pass processes at a time when a server chunks long prompts
 #: (chunked prefill, Agrawal et al. 2024, Sarathi-Serve, arXiv:2403.02310). An assumption of
 #: this book; it only sets the size of the inference activation workspace.

@@ -5,8 +5,10 @@ A step on each GPU of a tensor-parallel group of ``n_gpus`` takes, in seconds:
 - **memory**: every weight the batch uses and every sequence's KV cache, read once, at a fitted
   fraction of peak bandwidth. An MoE layer reads only the experts its tokens were routed to: for
   B tokens each choosing k of E experts, E(1 - (1 - k/E)^B) distinct experts in expectation
-  (independent uniform routing). Weight-only formats (int8, int4, nf4) stream at their kernels'
-  own fitted efficiency, because every weight is dequantized on its way to the tensor cores.
+  (independent uniform routing). Weight-only formats (int8, int4, nf4) also dequantize every
+  weight on its way to the tensor cores, a fitted number of CUDA-core operations per byte at the
+  GPU's fp32 rate, in series with the streaming: cheap where a GPU has many CUDA-core FLOP/s per
+  byte of bandwidth (an RTX 4090: 82), dear where it has few (an A100: 10).
 - **compute**: 2 FLOPs per active parameter per token plus attention (4·L·s·d per generated
   token at context s; 2·L·s²·d per prompt of s tokens, causal), at a fitted fraction of the dense
   peak of the architecture; weight-only formats compute in 16 bits.
@@ -56,23 +58,25 @@ ACTIVATION_BYTES = 2
 class ServingCalibration:
     """Fitted parameters of the step model (see the module docstring): the fraction of peak
     bandwidth streaming reaches, of dense peak compute reaches per architecture, how much the two
-    overlap, the fixed seconds per layer and step, and weight-only kernels' streaming efficiency."""
+    overlap, the fixed seconds per layer and step, and the CUDA-core operations weight-only formats
+    spend dequantizing each byte of weights they stream."""
 
     bandwidth_fraction: float = 0.8
     overlap: float = 0.5
     layer_seconds: float = 50e-6
     kv_rereads: float = 0.0
     compute_fraction: tuple[tuple[str, float], ...] = ()
-    kernel_efficiency: tuple[tuple[str, float], ...] = ()
+    dequant_ops: tuple[tuple[str, float], ...] = ()
 
     def __post_init__(self) -> None:
         for name, value in (("bandwidth_fraction", self.bandwidth_fraction), ("overlap", self.overlap),
                             ("kv_rereads", self.kv_rereads),
-                            *((f"compute_fraction[{k}]", v) for k, v in self.compute_fraction),
-                            *((f"kernel_efficiency[{k}]", v) for k, v in self.kernel_efficiency)):
+                            *((f"compute_fraction[{k}]", v) for k, v in self.compute_fraction)):
             check_positive(name, value, allow_zero=name in ("overlap", "kv_rereads"))
             if value > 1:
                 raise ValueError(f"{name} is a fraction, at most 1, got {value}")
+        for key, value in self.dequant_ops:
+            check_positive(f"dequant_ops[{key}]", value, allow_zero=True)
         check_positive("layer_seconds", self.layer_seconds, allow_zero=True)
 
     def compute_for(self, architecture: str) -> float:
@@ -81,25 +85,32 @@ class ServingCalibration:
         values = dict(self.compute_fraction)
         return values.get(architecture, sum(values.values()) / len(values) if values else 0.6)
 
-    def kernel_for(self, weight_dtype: str) -> float:
-        """Streaming efficiency of ``weight_dtype``'s kernels relative to 16-bit weights (1 for
+    def dequant_for(self, weight_dtype: str) -> float:
+        """CUDA-core operations per byte of ``weight_dtype`` weights to dequantize them (0 for
         formats the tensor cores read directly)."""
         family = WEIGHT_ONLY_FORMATS.get(weight_dtype)
-        return 1.0 if family is None else dict(self.kernel_efficiency).get(family, 1.0)
+        return 0.0 if family is None else dict(self.dequant_ops).get(family, 0.0)
+
+    def kernel_for(self, weight_dtype: str, gpu: "GPU | str") -> float:
+        """Streaming efficiency of ``weight_dtype``'s kernels on ``gpu`` relative to 16-bit weights:
+        1 / (1 + ops per byte x bandwidth streamed / CUDA-core FLOP/s)."""
+        g = gpus.get(gpu)
+        ops = self.dequant_for(weight_dtype)
+        return 1 / (1 + ops * g.memory_bandwidth * self.bandwidth_fraction / g.peak_flops("fp32"))
 
     def to_entries(self) -> list[tuple[str, float]]:
         """(parameter, value) rows as ``data/calibration.csv`` stores them, prefixed ``serving/``."""
         out = [(f"serving/{f.name}", getattr(self, f.name)) for f in fields(self)
                if not isinstance(getattr(self, f.name), tuple)]
         out += [(f"serving/compute_fraction/{k}", v) for k, v in self.compute_fraction]
-        return out + [(f"serving/kernel_efficiency/{k}", v) for k, v in self.kernel_efficiency]
+        return out + [(f"serving/dequant_ops/{k}", v) for k, v in self.dequant_ops]
 
     @classmethod
     def from_entries(cls, values: dict[str, float]) -> "ServingCalibration":
         """The inverse of :meth:`to_entries`."""
         pairs = {k[len("serving/"):]: v for k, v in values.items() if k.startswith("serving/")}
         grouped = {name: tuple((k.split("/", 1)[1], v) for k, v in pairs.items() if k.startswith(name + "/"))
-                   for name in ("compute_fraction", "kernel_efficiency")}
+                   for name in ("compute_fraction", "dequant_ops")}
         return cls(pairs["bandwidth_fraction"], pairs["overlap"], pairs["layer_seconds"], pairs["kv_rereads"], **grouped)
 
 
@@ -122,6 +133,7 @@ class Steps:
     kv_bytes: np.ndarray
     tensor_parallel: np.ndarray
     peak_flops: float
+    vector_flops: float
     bandwidth: float
     n_layers: int
     architecture: str
@@ -136,7 +148,8 @@ class Steps:
         compute = self.flops / (self.peak_flops * cal.compute_for(self.architecture))
         stream = self.bandwidth * cal.bandwidth_fraction
         kv = self.kv_bytes * (1 + (self.kv_group - 1) * cal.kv_rereads)
-        memory = self.weight_bytes / (stream * cal.kernel_for(self.weight_dtype)) + kv / stream
+        dequant = self.weight_bytes * cal.dequant_for(self.weight_dtype) / self.vector_flops
+        memory = self.weight_bytes / stream + dequant + kv / stream
         busy = np.maximum(compute, memory) + (1 - cal.overlap) * np.minimum(compute, memory)
         fixed = np.full_like(busy, self.n_layers * cal.layer_seconds)
         roofline = np.maximum(self.flops / self.peak_flops, (self.weight_bytes + self.kv_bytes) / self.bandwidth)
@@ -220,7 +233,7 @@ def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtyp
     return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
                  kv_bytes=np.broadcast_to(kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float), flops.shape),
                  tensor_parallel=np.broadcast_to(_tp_seconds(m, g, n_gpus, tp_tokens), flops.shape),
-                 peak_flops=peak, bandwidth=g.memory_bandwidth,
+                 peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, weight_dtype=weight_dtype, kv_group=kv_group)
 
 
