@@ -1,3 +1,7 @@
+import json
+import re
+from pathlib import Path
+
 import pytest
 
 from helpers import claims, compute, gpus, memory, models
@@ -100,3 +104,20 @@ def test_the_articles_known_errors_are_wrong():
     for claim_id in ("l40s-24gb", "l40s-150w", "rtx4090-tensor-cores", "hbm3e-256", "a6000-20b", "budget-4xa100",
                      "8xa100-100b", "train-vs-infer"):
         assert verdicts[claim_id] == "wrong", claim_id
+
+
+BOX = re.compile(r":::\{admonition\} Check the article:[^\n]*\n:class: (\w+)\n> \{glue:md\}`([\w.-]+)-quote_zh`")
+
+
+def test_check_the_article_boxes_are_coloured_by_their_verdict():
+    """Every chapter's box shows a claim of claims.csv, as a warning where the verdict is wrong and a
+    tip otherwise (claims.BOX_CLASS): a changed verdict fails here until its box follows."""
+    verdicts = TABLE.set_index("id")["verdict"]
+    boxes = [(path.name, m.group(2), m.group(1))
+             for path in sorted(Path(__file__).parents[1].glob("notebooks/*.ipynb"))
+             for cell in json.loads(path.read_text(encoding="utf-8"))["cells"] if cell["cell_type"] == "markdown"
+             for m in BOX.finditer("".join(cell["source"]))]
+    assert len(boxes) >= 60
+    wrong = [(name, claim_id, shown) for name, claim_id, shown in boxes
+             if shown != claims.BOX_CLASS.get(verdicts[claim_id], "tip")]
+    assert not wrong, wrong

@@ -9,10 +9,12 @@ APIs, which no number settles, carry their sourced check as text (``checked_text
 import pandas as pd
 
 from . import _data, comm, compute, cost, gpus, memory, models, scaling, select
-from .units import DAY, TFLOPS
+from .units import DAY, TFLOPS, gb
 
 VERDICTS = ("correct", "roughly right", "depends", "wrong", "unverifiable", "opinion")
-from .units import gb
+#: The admonition class of a chapter's "Check the article" box for each verdict: a warning for a
+#: claim that is wrong, a tip otherwise (the chapters' boxes are checked against it by the tests).
+BOX_CLASS = {"wrong": "warning"}
 
 
 def _states_per_param(**kwargs) -> float:
