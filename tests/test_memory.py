@@ -275,7 +275,7 @@ def test_recompute_zero_and_dp_never_raise_memory(model, recompute, zero_stage, 
 
 
 @settings(max_examples=150, deadline=None)
-@given(model=PRESETS, weight_dtype=st.sampled_from([d for d in memory.DTYPES if d != "tf32"]),
+@given(model=PRESETS, weight_dtype=st.sampled_from(memory.WEIGHT_DTYPES),
        kv_dtype=st.sampled_from(memory.KV_DTYPES), batch_size=st.integers(1, 256), context_len=st.integers(1, 200_000))
 def test_inference_memory_grows_with_batch_and_context(model, weight_dtype, kv_dtype, batch_size, context_len):
     kw = dict(weight_dtype=weight_dtype, kv_dtype=kv_dtype)

@@ -104,7 +104,7 @@ def test_training_memory_is_clean_or_rejected(case):
 
 
 @FAST
-@given(spoiled(dict(model=MODEL, weight_dtype=st.sampled_from(memory.DTYPES), kv_dtype=st.sampled_from(memory.KV_DTYPES),
+@given(spoiled(dict(model=MODEL, weight_dtype=st.sampled_from(memory.WEIGHT_DTYPES), kv_dtype=st.sampled_from(memory.KV_DTYPES),
                     batch_size=st.integers(1, 1024), context_len=st.integers(1, 10**6), tp=TP)))
 def test_inference_memory_is_clean_or_rejected(case):
     clean_or_named_error(memory.inference, case)
@@ -121,7 +121,7 @@ def test_training_time_is_clean_or_rejected(case):
 
 @FAST
 @given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), n_gpus=TP, batch_size=st.integers(1, 512),
-                    context_len=st.integers(1, 10**6), weight_dtype=st.sampled_from(memory.DTYPES),
+                    context_len=st.integers(1, 10**6), weight_dtype=st.sampled_from(memory.WEIGHT_DTYPES),
                     kv_dtype=st.sampled_from(memory.KV_DTYPES))))
 def test_decode_throughput_is_clean_or_rejected(case):
     clean_or_named_error(compute.decode_throughput, case)
@@ -129,7 +129,7 @@ def test_decode_throughput_is_clean_or_rejected(case):
 
 @FAST
 @given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), prompt_len=st.integers(1, 10**6), n_gpus=TP,
-                    batch_size=st.integers(1, 512), dtype=st.sampled_from(memory.DTYPES))))
+                    batch_size=st.integers(1, 512), dtype=st.sampled_from(memory.WEIGHT_DTYPES))))
 def test_prefill_time_is_clean_or_rejected(case):
     clean_or_named_error(compute.prefill_time, case)
 

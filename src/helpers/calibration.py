@@ -302,7 +302,7 @@ def predict_serving(rows: pd.DataFrame, calibration: serving.ServingCalibration)
 def _serving_keys(rows: pd.DataFrame) -> tuple[list[str], list[str]]:
     """Architectures and weight-only kernel families these rows can fit."""
     archs = sorted({gpus.get(g).architecture for g in rows["gpu"]})
-    kernels = sorted({serving.WEIGHT_ONLY_FORMATS[d] for d in rows["weight_dtype"] if d in serving.WEIGHT_ONLY_FORMATS})
+    kernels = sorted({serving.kernel_family(g, d) for g, d in zip(rows["gpu"], rows["weight_dtype"])} - {""})
     return archs, kernels
 
 

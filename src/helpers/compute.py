@@ -9,17 +9,18 @@ bands from its out-of-sample errors.
 from functools import cache
 from math import exp, hypot, log
 
-from . import _data, calibration, gpus, planner, serving
+from . import _data, calibration, formats, gpus, planner, serving
 from .estimate import Estimate
 from .gpus import GPU
 from .serving import compute_dtype, tensor_parallel_time  # noqa: F401 (public names)
 from .flops import CHINCHILLA_TOKENS_PER_PARAM, RECOMPUTE_FACTOR, flops_per_token, training_flops  # noqa: F401 (public names)
-from .memory import TRAIN_DTYPES, as_model, check_split, inference, serving_kv_dtype
+from .memory import as_model, check_split, inference, serving_kv_dtype
 from .models import Model
 from .units import check_choice, check_dtype, check_positive, check_result
 
-#: Compute dtypes of training: those of :data:`memory.TRAIN_DTYPES`, plus FP8 (Transformer Engine).
-TRAINING_DTYPES = TRAIN_DTYPES + ("fp8",)
+#: Compute dtypes of training (:func:`formats.names`, role "training"): those of
+#: :data:`memory.TRAIN_DTYPES`, plus FP8 (Transformer Engine).
+TRAINING_DTYPES = formats.names("training")
 
 
 @cache

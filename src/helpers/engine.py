@@ -25,7 +25,7 @@ from math import ceil
 
 from . import gpus
 from .gpus import GPU
-from .memory import (DTYPES, KV_DTYPES, RUNTIME_OVERHEAD, as_model, check_split, inference_workspace,
+from .memory import (KV_DTYPES, WEIGHT_DTYPES, RUNTIME_OVERHEAD, as_model, check_split, inference_workspace,
                      kv_cache_per_token, quantized_weight_bytes, serving_kv_dtype)
 from .models import Model
 from .units import GiB, check_dtype, check_positive, check_range
@@ -106,7 +106,7 @@ def budget(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, m
     weights' serving format, the batch limits to vLLM's defaults for the GPU."""
     m, g = as_model(model), gpus.get(gpu)
     check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
-    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
     kv = kv_dtype or serving_kv_dtype(weight_dtype)
     check_dtype(kv, KV_DTYPES, "kv_dtype")
     length = m.context_len if max_model_len is None else max_model_len

@@ -10,11 +10,12 @@ from functools import cache
 
 import pandas as pd
 
-from . import _data, _lookup
+from . import _data, _lookup, formats
 from .units import GB, GiB, TFLOPS, argument, check_bool, check_dtype, check_list
 
-#: dtypes with a peak rate in the catalog (int8 in TOPS, the rest in TFLOP/s).
-COMPUTE_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8", "int8")
+#: dtypes with a peak rate in the catalog (:func:`formats.names`, role "tensor_core"; int8 in TOPS,
+#: the rest in TFLOP/s).
+COMPUTE_DTYPES = formats.names("tensor_core")
 
 
 def _rate_column(dtype: str, kind: str) -> str | None:

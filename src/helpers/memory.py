@@ -19,17 +19,21 @@ from math import ceil
 import numpy as np
 import pandas as pd
 
-from . import gpus, models
+from . import formats, gpus, models
 from .gpus import GPU
 from .models import Model
-from .units import DTYPES, MiB, argument, check_bool, check_choice, check_dtype, check_list, check_positive, dtype_bytes
+from .units import DTYPES, MiB, argument, check_bool, check_choice, check_dtype, check_list, check_positive, dtype_bytes  # noqa: F401 (DTYPES: public)
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
-TRAIN_DTYPES = ("fp32", "tf32", "fp16", "bf16")
+#: Formats inference weights may be stored in (:func:`formats.names`, role "weights").
+WEIGHT_DTYPES = formats.names("weights")
+#: Training compute formats whose memory this module counts; FP8 training is sized as BF16 (its
+#: master weights, optimizer states and most activations stay 16- or 32-bit).
+TRAIN_DTYPES = tuple(d for d in formats.names("training") if d != "fp8")
 OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 METHODS = ("full", "lora", "qlora")
-KV_DTYPES = ("fp32", "fp16", "bf16", "fp8", "int8")
+KV_DTYPES = formats.names("kv_cache")
 ZERO_STAGES = (0, 1, 2, 3)
 #: What DeepSpeed keeps in host memory: nothing, the optimizer (``offload_optimizer``), or the
 #: optimizer and the weights (``offload_param``, ZeRO-3 only).
@@ -189,7 +193,7 @@ def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
     head stay 16-bit, as bitsandbytes, GPTQ and AWQ leave them by default.
     """
     model = as_model(model)
-    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
     size = dtype_bytes(weight_dtype)
     if size >= 2:
         return model.n_params * size
@@ -361,7 +365,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
 
 def serving_kv_dtype(weight_dtype: str) -> str:
     """The KV-cache format served with ``weight_dtype`` weights: FP8 beside FP8 weights, else BF16."""
-    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
     return "fp8" if weight_dtype == "fp8" else "bf16"
 
 

@@ -80,11 +80,12 @@ def workloads(model: "Model | str | float", *, seq_len: int = 2048, micro_batch_
     check_positive("micro_batch_size * seq_len", micro_batch_size * seq_len, integer=True)
     for i, b in enumerate(check_list("decode_batches", decode_batches)):
         check_positive(f"decode_batches[{i}]", b, integer=True)
+    stored = "fp32" if dtype == "tf32" else dtype  # tf32 is a compute mode: weights and cache stay fp32
     points = {f"training GEMM ({micro_batch_size} x {seq_len:,} tokens)":
               training_intensity(m, micro_batch_size * seq_len, dtype),
-              f"prefill ({seq_len:,}-token prompt)": prefill_intensity(m, seq_len, 1, dtype)}
+              f"prefill ({seq_len:,}-token prompt)": prefill_intensity(m, seq_len, 1, stored)}
     for b in decode_batches:
-        points[f"decode, batch {b}"] = decode_intensity(m, b, seq_len, dtype, "fp32" if dtype == "tf32" else dtype)
+        points[f"decode, batch {b}"] = decode_intensity(m, b, seq_len, stored, stored)
     return points
 
 

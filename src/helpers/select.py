@@ -17,7 +17,7 @@ from math import nan
 
 import pandas as pd
 
-from . import compare, compute, cost, gpus, memory, planner, traffic
+from . import compare, compute, cost, gpus, memory, planner, serving, traffic
 from .memory import as_model
 from .models import Model
 from .units import DAY, check_positive
@@ -178,15 +178,14 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
                 if tp > most or m.n_heads % tp or any(v[0] != "budget" and o["n_gpus"] <= tp and o["ms per token"] == o["ms per token"]
                                                        for o, v in zip(options, verdicts)):
                     continue  # a plan on at most tp GPUs already exists: wider replicas cannot need fewer GPUs
-                for dtype in ("bf16", "fp8", "int8", "int4"):
-                    if dtype != "fp8" or g.supports("fp8"):
-                        options.append(_traffic_option(m, g, tp, dtype, requests_per_s, prompt_len, output_len, ttft_s,
-                                                       tpot_s, most))
-                        verdicts.append(_traffic_verdict(options[-1], budget_usd))
+                for dtype in serving.serving_formats(g):
+                    options.append(_traffic_option(m, g, tp, dtype, requests_per_s, prompt_len, output_len, ttft_s,
+                                                   tpot_s, most))
+                    verdicts.append(_traffic_verdict(options[-1], budget_usd))
         elif task == "serve":
             options, verdicts = [], []
-            for dtype in ("bf16", "fp8", "int8", "int4"):
-                for tp in (1, 2, 4, 8) if dtype != "fp8" or g.supports("fp8") else ():
+            for dtype in serving.serving_formats(g):
+                for tp in (1, 2, 4, 8):
                     if tp <= max_gpus and m.n_heads % tp == 0:
                         options.append(_serve_option(m, g, tp, dtype, batch_size, context_len))
                         verdicts.append(_serving_verdict(options[-1], latency_ms, budget_usd))

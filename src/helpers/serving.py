@@ -40,16 +40,13 @@ from functools import cache
 
 import numpy as np
 
-from . import _data, comm, gpus
+from . import _data, comm, formats, gpus
 from .estimate import Estimate
 from .gpus import GPU
-from .memory import KV_DTYPES, as_model, check_split, kv_cache_per_token, quantized_weight_bytes
+from .memory import KV_DTYPES, WEIGHT_DTYPES, as_model, check_split, kv_cache_per_token, quantized_weight_bytes
 from .models import Model
-from .units import DTYPES, check_bool, check_dtype, check_positive, check_result
+from .units import check_bool, check_dtype, check_positive, check_result
 
-#: Weight formats that are dequantized inside the matrix kernels, and the kernel family whose
-#: fitted efficiency each uses (nf4 has no published decode speed here, so it borrows int4's).
-WEIGHT_ONLY_FORMATS = {"int8": "int8", "int4": "int4", "nf4": "int4"}
 #: Bytes of each activation element all-reduced between tensor-parallel GPUs.
 ACTIVATION_BYTES = 2
 
@@ -85,17 +82,16 @@ class ServingCalibration:
         values = dict(self.compute_fraction)
         return values.get(architecture, sum(values.values()) / len(values) if values else 0.6)
 
-    def dequant_for(self, weight_dtype: str) -> float:
-        """CUDA-core operations per byte of ``weight_dtype`` weights to dequantize them (0 for
-        formats the tensor cores read directly)."""
-        family = WEIGHT_ONLY_FORMATS.get(weight_dtype)
-        return 0.0 if family is None else dict(self.dequant_ops).get(family, 0.0)
+    def dequant_for(self, family: str) -> float:
+        """CUDA-core operations per byte of weights to dequantize them in the kernel ``family``
+        (:func:`kernel_family`; 0 for '', weights the tensor cores read as they are)."""
+        return dict(self.dequant_ops).get(family, 0.0) if family else 0.0
 
     def kernel_for(self, weight_dtype: str, gpu: "GPU | str") -> float:
         """Streaming efficiency of ``weight_dtype``'s kernels on ``gpu`` relative to 16-bit weights:
         1 / (1 + ops per byte x bandwidth streamed / CUDA-core FLOP/s)."""
         g = gpus.get(gpu)
-        ops = self.dequant_for(weight_dtype)
+        ops = self.dequant_for(kernel_family(g, weight_dtype))
         return 1 / (1 + ops * g.memory_bandwidth * self.bandwidth_fraction / g.peak_flops("fp32"))
 
     def to_entries(self) -> list[tuple[str, float]]:
@@ -137,7 +133,7 @@ class Steps:
     bandwidth: float
     n_layers: int
     architecture: str
-    weight_dtype: str
+    kernel: str = ""
     kv_group: int = 1
 
     def seconds(self, calibration: ServingCalibration | None = None) -> dict[str, np.ndarray]:
@@ -148,7 +144,7 @@ class Steps:
         compute = self.flops / (self.peak_flops * cal.compute_for(self.architecture))
         stream = self.bandwidth * cal.bandwidth_fraction
         kv = self.kv_bytes * (1 + (self.kv_group - 1) * cal.kv_rereads)
-        dequant = self.weight_bytes * cal.dequant_for(self.weight_dtype) / self.vector_flops
+        dequant = self.weight_bytes * cal.dequant_for(self.kernel) / self.vector_flops
         memory = self.weight_bytes / stream + dequant + kv / stream
         busy = np.maximum(compute, memory) + (1 - cal.overlap) * np.minimum(compute, memory)
         fixed = np.full_like(busy, self.n_layers * cal.layer_seconds)
@@ -159,14 +155,34 @@ class Steps:
 
 
 def compute_dtype(gpu: "GPU | str", dtype: str) -> str:
-    """The tensor-core format a model stored as ``dtype`` computes in: FP8 where both the weights
-    and the GPU have it, else BF16 (FP16 on GPUs without BF16); weight-only formats (int8, int4,
-    nf4) are dequantized to 16 bits."""
+    """The tensor-core format a model stored as ``dtype`` computes in: its own narrower-than-16-bit
+    format where the GPU has it (:func:`formats.computes_in`: FP8 on Hopper and later, FP4 for
+    NVFP4 and MXFP4 on Blackwell), else BF16 (FP16 on GPUs without BF16), the weight-only formats
+    dequantized to 16 bits on the way."""
     gpu = gpus.get(gpu)
-    check_dtype(dtype)
-    if dtype == "fp8" and gpu.supports("fp8"):
-        return "fp8"
+    check_dtype(dtype, WEIGHT_DTYPES)
+    native = formats.computes_in(dtype)
+    if native and formats.storage_bits()[native] < 16 and gpu.supports(native):
+        return native
     return "bf16" if gpu.supports("bf16") else "fp16"
+
+
+def serving_formats(gpu: "GPU | str") -> tuple[str, ...]:
+    """The weight formats worth serving in on ``gpu`` (of :data:`memory.WEIGHT_DTYPES`): its 16-bit
+    compute format, every narrower format its tensor cores compute in (FP8 on Hopper and later,
+    NVFP4 and MXFP4 on Blackwell), and the dequantizing families themselves (int8, int4)."""
+    g = gpus.get(gpu)
+    half = compute_dtype(g, "bf16")
+    return tuple(d for d in WEIGHT_DTYPES if d == half or formats.dequantized_as(d) == d or
+                 (formats.storage_bits()[d] < 16 and compute_dtype(g, d) == formats.computes_in(d)))
+
+
+def kernel_family(gpu: "GPU | str", dtype: str) -> str:
+    """The dequantizing kernel family (:func:`formats.dequantized_as`: int8, int4) that ``dtype``
+    weights run in on ``gpu``; '' where its tensor cores read them as they are."""
+    gpu = gpus.get(gpu)
+    native = compute_dtype(gpu, dtype)
+    return "" if native == formats.computes_in(dtype) else formats.dequantized_as(dtype)
 
 
 def experts_read(model: Model, tokens: int) -> float:
@@ -201,7 +217,7 @@ def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", n_gpus:
 
 def _checked(model, gpu, n_gpus, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
     m, g = as_model(model), gpus.get(gpu)
-    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
     check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
     check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
     return m, g
@@ -234,7 +250,7 @@ def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtyp
                  kv_bytes=np.broadcast_to(kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float), flops.shape),
                  tensor_parallel=np.broadcast_to(_tp_seconds(m, g, n_gpus, tp_tokens), flops.shape),
                  peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
-                 n_layers=m.n_layers, architecture=g.architecture, weight_dtype=weight_dtype, kv_group=kv_group)
+                 n_layers=m.n_layers, architecture=g.architecture, kernel=kernel_family(g, weight_dtype), kv_group=kv_group)
 
 
 def _prefill_flops(m: Model, before, chunk):

@@ -39,7 +39,7 @@ from functools import cache
 
 import numpy as np
 
-from . import _data, comm, gpus, memory
+from . import _data, comm, formats, gpus, memory
 from .flops import flops_per_token
 from .gpus import GPU
 from .memory import RECOMPUTE, ZERO_STAGES, as_model, check_split
@@ -48,7 +48,7 @@ from .units import check_bool, check_choice, check_dtype, check_positive
 
 #: Compute dtypes a training step runs in. FP8 applies to the linear layers only; attention and
 #: element-wise kernels stay in BF16 (Transformer Engine's recipe, NVIDIA TE documentation).
-STEP_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+STEP_DTYPES = formats.names("training")
 #: Bytes Adam moves per local parameter in one update (see the module docstring).
 OPTIMIZER_BYTES_PER_PARAM = 30
 #: Fraction of peak memory bandwidth a training step's element-wise kernels reach on HBM (about

@@ -42,7 +42,7 @@ from . import gpus, memory, serving
 from .gpus import GPU
 from .memory import as_model, check_split
 from .models import Model
-from .units import DTYPES, check_dtype, check_positive, check_result
+from .units import check_dtype, check_positive, check_result
 
 #: Prompt tokens one engine iteration takes in: TensorRT-LLM's default ``max_num_tokens`` (8192,
 #: trtllm-build); prompts are taken whole, as without its chunked context (off by default).
@@ -100,7 +100,7 @@ def replica(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, 
     m, g = as_model(model), gpus.get(gpu)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("output_len", output_len, integer=True)
-    check_dtype(weight_dtype, DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, memory.WEIGHT_DTYPES, "weight_dtype")
     kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
     check_dtype(kv, memory.KV_DTYPES, "kv_dtype")
     check_split(m, n_gpus, replicate_kv=True, name="n_gpus")

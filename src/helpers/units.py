@@ -9,27 +9,17 @@ from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from math import isfinite
 
+from . import formats
+
 KB, MB, GB, TB = 1e3, 1e6, 1e9, 1e12
 KiB, MiB, GiB = 2.0**10, 2.0**20, 2.0**30
 TFLOPS = 1e12  # FLOP/s
 HOUR, DAY = 3600.0, 86400.0
 
-#: Bits per stored element. fp32/tf32: tf32 is a compute mode; tensors stay 32-bit in memory.
-#: int4: 4 bits plus one fp16 scale and one fp16 zero point per group of 128 weights, as in
-#: GPTQ (Frantar et al. 2022, arXiv:2210.17323) and AWQ (Lin et al. 2023, arXiv:2306.00978).
-#: nf4: 4 bits plus double-quantized block constants, 0.127 bits/parameter
-#: (Dettmers et al. 2023, QLoRA, arXiv:2305.14314, Sec. 3 "Double Quantization").
-DTYPE_BITS: dict[str, float] = {
-    "fp32": 32.0,
-    "tf32": 32.0,
-    "fp16": 16.0,
-    "bf16": 16.0,
-    "fp8": 8.0,
-    "int8": 8.0,
-    "int4": 4.0 + 32.0 / 128,
-    "nf4": 4.0 + 0.127,
-}
-DTYPES = tuple(DTYPE_BITS)
+#: Bits per stored element of every number format with a role (:func:`formats.storage_bits`:
+#: tf32 tensors stay 32-bit in memory; 4-bit formats include their block scales).
+DTYPE_BITS: dict[str, float] = formats.storage_bits()
+DTYPES = formats.names()
 
 
 #: Largest integer argument: beyond 2**53 integers are no longer exact as floats, and products of

@@ -19,7 +19,6 @@ from matplotlib.figure import Figure
 from matplotlib.text import Text
 
 from . import book, comm, compare, compute, cost, engine, gpus, memory, models, planner, plots, roofline, scaling, select, trends
-from .units import DTYPES
 
 CUSTOM = "custom"
 SEQ_LENS = tuple(2**k for k in range(8, 18))
@@ -233,7 +232,7 @@ def training_memory(model: str = "llama-2-7b") -> Panel:
 def inference_memory(model: str = "llama-3-8b") -> Panel:
     """Serving memory per GPU, and the longest context each GPU holds."""
     controls = _model_controls(model) | {
-        "weight_dtype": w.Dropdown(options=tuple(d for d in DTYPES if d != "tf32"), value="bf16",
+        "weight_dtype": w.Dropdown(options=memory.WEIGHT_DTYPES, value="bf16",
                                    description="weights"),
         "kv_dtype": w.Dropdown(options=memory.KV_DTYPES, value="bf16", description="KV cache"),
         "batch_size": w.IntSlider(value=1, min=1, max=256, description="batch (sequences)"),
@@ -264,7 +263,7 @@ def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
     controls = _model_controls(model) | {
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
         "n_gpus": w.Dropdown(options=(1, 2, 4, 8), value=2, description="tensor-parallel GPUs"),
-        "weight_dtype": w.Dropdown(options=tuple(d for d in DTYPES if d != "tf32"), value="fp8", description="weights"),
+        "weight_dtype": w.Dropdown(options=memory.WEIGHT_DTYPES, value="fp8", description="weights"),
         "max_model_len": w.SelectionSlider(options=SEQ_LENS + (262144,), value=32768, description="max_model_len"),
         "gpu_memory_utilization": w.FloatSlider(value=engine.GPU_MEMORY_UTILIZATION, min=0.5, max=0.99, step=0.01,
                                                 description="gpu_memory_utilization"),
@@ -356,7 +355,7 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     controls = _model_controls(model) | {
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
         "n_gpus": w.Dropdown(options=(1, 2, 4, 8), value=1, description="tensor-parallel GPUs"),
-        "weight_dtype": w.Dropdown(options=("bf16", "fp8", "int8", "int4"), value="bf16", description="weights"),
+        "weight_dtype": w.Dropdown(options=memory.WEIGHT_DTYPES, value="bf16", description="weights"),
         "batch_size": w.IntSlider(value=1, min=1, max=256, description="batch (sequences)"),
         "context_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="context (tokens)"),
     }

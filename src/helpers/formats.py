@@ -1,0 +1,54 @@
+"""The number formats, the bits each stores, and the roles each can play: one vocabulary for
+every function, widget and the selector (``data/number_formats.csv``).
+
+Roles: ``weights`` (how inference weights may be stored), ``kv_cache`` (how a KV cache may be
+stored), ``training`` (the compute format of a training step) and ``tensor_core`` (a format
+with a peak rate in the GPU catalog). A stored weight format computes in ``computes_in`` where a
+GPU has that tensor-core rate (FP8 on Hopper, FP4 on Blackwell); elsewhere it is dequantized to
+16 bits on the CUDA cores like the kernel family ``dequantized_as`` (int8, int4), or, where that
+is empty, read as it is.
+"""
+
+from functools import cache
+
+import pandas as pd
+
+from . import _data
+
+ROLES = ("weights", "kv_cache", "training", "tensor_core")
+
+
+@cache
+def _table() -> pd.DataFrame:
+    table = _data.table("number_formats").set_index("dtype")
+    return table.assign(roles=table["roles"].fillna("").str.split(";"), computes_in=table["computes_in"].fillna(""),
+                        dequantized_as=table["dequantized_as"].fillna(""))
+
+
+@cache
+def names(role: str | None = None) -> tuple[str, ...]:
+    """The formats that can play ``role`` (one of :data:`ROLES`), in the table's order; all of
+    them that play any role when ``role`` is None."""
+    if role is not None and role not in ROLES:
+        raise ValueError(f"role={role!r} is not supported; choose one of {', '.join(ROLES)}")
+    roles = _table()["roles"]
+    return tuple(d for d, r in roles.items() if (role in r if role else any(r)))
+
+
+@cache
+def storage_bits() -> dict[str, float]:
+    """Bits per stored value of every format with a role, block scales included (int4: 4 + 32/128,
+    NVFP4: 4 + 8/16, MXFP4: 4 + 8/32, NF4: 4.127)."""
+    bits = _table()["storage_bits"]
+    return {d: float(bits[d]) for d in names()}
+
+
+def computes_in(dtype: str) -> str:
+    """The tensor-core format weights stored as ``dtype`` feed, where a GPU has it ('' if none)."""
+    return _table().loc[dtype, "computes_in"]
+
+
+def dequantized_as(dtype: str) -> str:
+    """The dequantizing kernel family (int8, int4) of ``dtype`` weights on GPUs that cannot
+    compute in it ('' for formats read as they are)."""
+    return _table().loc[dtype, "dequantized_as"]

@@ -1,0 +1,44 @@
+"""One vocabulary of number formats: the roles each can play, what it stores, what it computes in."""
+
+import pytest
+
+from helpers import compute, formats, gpus, memory, models, serving, steptime, units
+
+
+def test_every_list_of_formats_derives_from_the_table():
+    assert memory.WEIGHT_DTYPES == formats.names("weights")
+    assert memory.KV_DTYPES == formats.names("kv_cache")
+    assert compute.TRAINING_DTYPES == steptime.STEP_DTYPES == formats.names("training")
+    assert memory.TRAIN_DTYPES == tuple(d for d in formats.names("training") if d != "fp8")
+    assert gpus.COMPUTE_DTYPES == formats.names("tensor_core")
+    assert units.DTYPES == formats.names() and set(units.DTYPE_BITS) == set(units.DTYPES)
+    assert "fp8-e5m2" not in units.DTYPES  # a gradient format inside FP8 recipes, nothing is stored in it
+    assert {"nvfp4", "mxfp4"} <= set(memory.WEIGHT_DTYPES) and "tf32" not in memory.WEIGHT_DTYPES
+    with pytest.raises(ValueError, match="role='biases' is not supported"):
+        formats.names("biases")
+
+
+def test_fp4_formats_store_their_block_scales():
+    """NVFP4: E2M1 values with one E4M3 scale per 16 (4.5 bits); MXFP4: one E8M0 scale per 32 (4.25 bits).
+    E2M1 keeps no infinities: its values run 0, 0.5, 1, 1.5, 2, 3, 4, 6."""
+    bits = formats.storage_bits()
+    assert bits["nvfp4"] == 4 + 8 / 16 and bits["mxfp4"] == 4 + 8 / 32 and bits["int4"] == 4 + 32 / 128
+    table = formats._table()
+    assert table.loc["fp4", "max_normal"] == 6 and table.loc["fp4", "smallest_normal"] == 1
+    m = models.get("llama-3-70b")
+    linear = m.n_params - m.embedding_params
+    assert memory.quantized_weight_bytes(m, "nvfp4") == pytest.approx(linear * 4.5 / 8 + m.embedding_params * 2)
+
+
+def test_fp4_weights_compute_in_fp4_on_blackwell_and_dequantize_elsewhere():
+    """On a B200 the tensor cores read NVFP4 (9 PFLOP/s dense) and nothing is dequantized; an H100 has no
+    FP4 tensor cores, so the same weights are unpacked like int4 and multiplied in BF16."""
+    assert serving.compute_dtype("B200", "nvfp4") == "fp4" and serving.kernel_family("B200", "nvfp4") == ""
+    assert gpus.get("B200").peak_flops("fp4") == 9000e12
+    assert serving.compute_dtype("H100", "mxfp4") == "bf16" and serving.kernel_family("H100", "mxfp4") == "int4"
+    assert serving.compute_dtype("A100 80GB", "fp8") == "bf16" and serving.kernel_family("A100 80GB", "fp8") == ""
+    assert serving.compute_dtype("V100", "bf16") == "fp16"
+    assert serving.serving_formats("B200") == ("bf16", "fp8", "int8", "int4", "nvfp4", "mxfp4")
+    assert serving.serving_formats("A100 80GB") == ("bf16", "int8", "int4")
+    b200 = {d: compute.decode_throughput("llama-3-70b", "B200", weight_dtype=d).expected for d in ("fp8", "nvfp4")}
+    assert b200["nvfp4"] > 1.3 * b200["fp8"]  # fewer bytes and no dequantization on the way
