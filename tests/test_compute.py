@@ -97,7 +97,7 @@ def test_llama33_70b_fp8_decode_on_two_h100():
     ("llama-3-70b", "H100", 2, 5000, "fp8", 406.77)])
 def test_prefill_band_holds_published_first_token_latency(model, gpu, n, prompt, dtype, ms):
     """TensorRT-LLM v0.5 first-token latency (batch 1) and NVIDIA NIM 1.8.0 time to first token."""
-    assert compute.prefill_time(model, gpu, prompt, n_gpus=n, dtype=dtype).contains(ms / 1000)
+    assert compute.prefill_time(model, gpu, prompt, n_gpus=n, weight_dtype=dtype).contains(ms / 1000)
 
 
 @settings(max_examples=100, deadline=None)
@@ -154,3 +154,11 @@ def test_end_to_end_training_runs_include_goodput():
     assert run.low / run.expected == pytest.approx(math.exp(-math.hypot(math.log(low), math.log(0.9))))
     # narrower than the product of the extremes, wider than either alone
     assert high < run.high / run.expected < high / 0.75
+
+
+def test_prefill_time_keeps_its_old_dtype_keyword_for_one_release():
+    """prefill_time(dtype=) was renamed weight_dtype=, as decode_throughput calls it; the old name still works and warns."""
+    new = compute.prefill_time("llama-2-7b", "H100", 1024, weight_dtype="fp8")
+    with pytest.warns(DeprecationWarning, match="weight_dtype"):
+        old = compute.prefill_time("llama-2-7b", "H100", 1024, dtype="fp8")
+    assert old == new

@@ -129,7 +129,7 @@ def test_decode_throughput_is_clean_or_rejected(case):
 
 @FAST
 @given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), prompt_len=st.integers(1, 10**6), n_gpus=TP,
-                    batch_size=st.integers(1, 512), dtype=st.sampled_from(memory.WEIGHT_DTYPES))))
+                    batch_size=st.integers(1, 512), weight_dtype=st.sampled_from(memory.WEIGHT_DTYPES))))
 def test_prefill_time_is_clean_or_rejected(case):
     clean_or_named_error(compute.prefill_time, case)
 

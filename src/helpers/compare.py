@@ -39,7 +39,7 @@ def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, n_g
     kv = memory.serving_kv_dtype(weight_dtype)
     tps = compute.decode_throughput(m, g, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
                                     weight_dtype=weight_dtype, kv_dtype=kv)
-    ttft = compute.prefill_time(m, g, context_len, n_gpus=n_gpus, dtype=weight_dtype)
+    ttft = compute.prefill_time(m, g, context_len, n_gpus=n_gpus, weight_dtype=weight_dtype)
     intensity = roofline.decode_intensity(m, batch_size, context_len, weight_dtype, kv)
     need = memory.inference(m, weight_dtype=weight_dtype, kv_dtype=kv, batch_size=batch_size,
                             context_len=context_len, tp=n_gpus)

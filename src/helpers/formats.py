@@ -45,10 +45,15 @@ def storage_bits() -> dict[str, float]:
 
 def computes_in(dtype: str) -> str:
     """The tensor-core format weights stored as ``dtype`` feed, where a GPU has it ('' if none)."""
-    return _table().loc[dtype, "computes_in"]
+    return _column("computes_in")[dtype]
 
 
 def dequantized_as(dtype: str) -> str:
     """The dequantizing kernel family (int8, int4) of ``dtype`` weights on GPUs that cannot
     compute in it ('' for formats read as they are)."""
-    return _table().loc[dtype, "dequantized_as"]
+    return _column("dequantized_as")[dtype]
+
+
+@cache
+def _column(name: str) -> dict[str, str]:
+    return _table()[name].to_dict()

@@ -159,8 +159,12 @@ def compute_dtype(gpu: "GPU | str", dtype: str) -> str:
     format where the GPU has it (:func:`formats.computes_in`: FP8 on Hopper and later, FP4 for
     NVFP4 and MXFP4 on Blackwell), else BF16 (FP16 on GPUs without BF16), the weight-only formats
     dequantized to 16 bits on the way."""
-    gpu = gpus.get(gpu)
     check_dtype(dtype, WEIGHT_DTYPES)
+    return _compute_dtype(gpus.get(gpu), dtype)
+
+
+@cache
+def _compute_dtype(gpu: GPU, dtype: str) -> str:
     native = formats.computes_in(dtype)
     if native and formats.storage_bits()[native] < 16 and gpu.supports(native):
         return native
@@ -180,9 +184,12 @@ def serving_formats(gpu: "GPU | str") -> tuple[str, ...]:
 def kernel_family(gpu: "GPU | str", dtype: str) -> str:
     """The dequantizing kernel family (:func:`formats.dequantized_as`: int8, int4) that ``dtype``
     weights run in on ``gpu``; '' where its tensor cores read them as they are."""
-    gpu = gpus.get(gpu)
-    native = compute_dtype(gpu, dtype)
-    return "" if native == formats.computes_in(dtype) else formats.dequantized_as(dtype)
+    return _kernel_family(gpus.get(gpu), dtype)
+
+
+@cache
+def _kernel_family(gpu: GPU, dtype: str) -> str:
+    return "" if _compute_dtype(gpu, dtype) == formats.computes_in(dtype) else formats.dequantized_as(dtype)
 
 
 def experts_read(model: Model, tokens: int) -> float:
@@ -229,7 +236,7 @@ def _per_gpu(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str) ->
     peak FLOP/s of one GPU of the group."""
     kv_share = -(-m.n_kv_heads // n_gpus) / m.n_kv_heads
     return (quantized_weight_bytes(m, weight_dtype) / n_gpus, kv_cache_per_token(m, kv_dtype) * kv_share,
-            g.peak_flops(compute_dtype(g, weight_dtype)))
+            g.peak_flops(_compute_dtype(g, weight_dtype)))
 
 
 def _tp_seconds(m: Model, g: GPU, n_gpus: int, tokens) -> np.ndarray:
@@ -250,7 +257,7 @@ def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtyp
                  kv_bytes=np.broadcast_to(kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float), flops.shape),
                  tensor_parallel=np.broadcast_to(_tp_seconds(m, g, n_gpus, tp_tokens), flops.shape),
                  peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
-                 n_layers=m.n_layers, architecture=g.architecture, kernel=kernel_family(g, weight_dtype), kv_group=kv_group)
+                 n_layers=m.n_layers, architecture=g.architecture, kernel=_kernel_family(g, weight_dtype), kv_group=kv_group)
 
 
 def _prefill_flops(m: Model, before, chunk):
