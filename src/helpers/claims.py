@@ -330,7 +330,9 @@ def mixed_precision_cost() -> str:
 def reserved_saving() -> str:
     d = cost.assumption("reserved_3y_discount")
     return (f"Published 3-year commitments for GPU instances (Google Cloud committed-use discounts, AWS three-year terms) take "
-            f"{d.low:.0%}-{d.high:.0%} off on-demand prices, {d.expected:.0%} on average: 60 % is what they give.")
+            f"{d.low:.0%}-{d.high:.0%} off on-demand prices, {d.expected:.0%} on average: 60 % is what the large clouds "
+            f"give. GPU clouds that start from lower on-demand prices discount less, and this book has no dated figures for "
+            f"their commitments.")
 
 
 def spot_practice() -> str:
