@@ -37,8 +37,8 @@ def names(role: str | None = None) -> tuple[str, ...]:
 
 @cache
 def storage_bits() -> dict[str, float]:
-    """Bits per stored value of every format with a role, block scales included (int4: 4 + 32/128,
-    NVFP4: 4 + 8/16, MXFP4: 4 + 8/32, NF4: 4.127)."""
+    """Bits per stored value of every format with a role, block scales included (the table's
+    ``storage_bits``, sourced per row)."""
     bits = _table()["storage_bits"]
     return {d: float(bits[d]) for d in names()}
 

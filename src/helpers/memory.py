@@ -343,14 +343,14 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     if offload == "parameters" and zero_stage != 3:
         raise ValueError(f"offload='parameters' needs zero_stage=3 (DeepSpeed offloads parameters only under "
                          f"ZeRO-3), got zero_stage={zero_stage}; allowed otherwise: offload 'none' or 'optimizer'")
-    if amp and dtype not in ("fp16", "bf16"):
+    half = dtype in ("fp16", "bf16")
+    if amp and not half:
         raise ValueError(f"amp=True autocasts to a 16-bit dtype; dtype must be fp16 or bf16, got {dtype!r}")
     states = model_states(m, dtype, optimizer, master_weights, method, lora_rank, amp)
     weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage)
     host = 0.0
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
-        gradient_element = 2 if dtype in ("fp16", "bf16") and not amp else 4
-        host, optimizer_bytes = optimizer_bytes + gradients * 4 / gradient_element, 0.0
+        host, optimizer_bytes = optimizer_bytes + gradients * (2 if half and not amp else 1), 0.0
     if offload == "parameters":  # the shard on the host; the GPU holds the weights gathered for the layers at work
         largest = max(d_in * d_out for d_in, d_out in _full_shapes(m))
         gathered = (max_live_parameters + largest) * states[0] / m.n_params / (tp * pp)
