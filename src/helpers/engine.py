@@ -10,7 +10,10 @@ The budget follows vLLM's V1 engine as of v0.8 (vllm/v1/worker/gpu_worker.py,
    activations (:func:`memory.inference_workspace`, with logits for ``max_num_seqs`` = 256 or 1,024
    sequences) and memory allocated outside PyTorch (the CUDA context, :data:`memory.RUNTIME_OVERHEAD`;
    NCCL buffers of tensor parallelism are left out).
-3. The rest of the budget becomes the KV cache, in blocks of ``block_size`` = 16 tokens.
+3. The rest of the budget becomes the KV cache, in blocks of ``block_size`` = 16 tokens, each
+   holding its tokens on every layer: v0.8 allocates sliding-window layers like full ones (the
+   hybrid allocator of later versions caps them at the window), and MLA's latent is kept whole
+   on every GPU of the group (:func:`memory.kv_share`).
 4. It refuses to start when one request of ``max_model_len`` tokens (whole blocks) does not fit:
    "To serve at least one request with the model's max seq len (...), (... GiB KV cache is needed,
    which is larger than the available KV cache memory (... GiB)" (``check_enough_kv_cache_memory``).
@@ -26,7 +29,7 @@ from math import ceil
 from . import gpus
 from .gpus import GPU
 from .memory import (KV_DTYPES, WEIGHT_DTYPES, RUNTIME_OVERHEAD, as_model, check_split, inference_workspace,
-                     kv_cache_per_token, quantized_weight_bytes, serving_kv_dtype)
+                     kv_cache_per_token, kv_share, quantized_weight_bytes, serving_kv_dtype)
 from .models import Model
 from .units import GiB, check_dtype, check_positive, check_range
 
@@ -121,7 +124,7 @@ def budget(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, m
     weights = quantized_weight_bytes(m, weight_dtype) / n_gpus
     activations = inference_workspace(m, tokens, min(seqs, tokens), n_gpus)
     cache = allowed - weights - activations - RUNTIME_OVERHEAD
-    per_token = kv_cache_per_token(m, kv) * (-(-m.n_kv_heads // n_gpus)) / m.n_kv_heads
+    per_token = kv_cache_per_token(m, kv) * kv_share(m, n_gpus)
     blocks = max(0, int(cache // (BLOCK_SIZE * per_token)))
     return EngineBudget(gpu=g.name, n_gpus=n_gpus, max_model_len=length, budget=allowed, weights=weights,
                         activations=activations, non_torch=RUNTIME_OVERHEAD, kv_cache=max(cache, 0.0),

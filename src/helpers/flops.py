@@ -18,13 +18,15 @@ CHINCHILLA_TOKENS_PER_PARAM = 20
 
 def flops_per_token(model: "Model | str | float", *, seq_len: int | None = None, training: bool = True) -> float:
     """Model FLOPs per token: 6N (training) or 2N (inference forward), N the active parameters;
-    with ``seq_len``, plus attention, 12*L*s*d (training) or 4*L*s*d (forward)."""
+    with ``seq_len``, plus attention, 12*L*s*d (training) or 4*L*s*d (forward), d the heads' total
+    width; sliding-window layers count only the keys in their window (:meth:`Model.attention_pairs`)."""
     m = as_model(model)
     check_bool("training", training)
     if seq_len is not None:
         check_positive("seq_len", seq_len, integer=True)
     per_param = 6 if training else 2
-    attention = 0.0 if seq_len is None else per_param * 2 * m.n_layers * seq_len * m.d_model
+    # Narayanan's 2*L*s*d per token and pass counts the whole s x s score matrix: 4*d per causal pair
+    attention = 0.0 if seq_len is None else float(per_param * 4 * m.attention_dim * m.attention_pairs(0, seq_len) / seq_len)
     return per_param * m.n_active_params + attention
 
 

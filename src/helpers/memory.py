@@ -123,21 +123,19 @@ def check_split(model: Model, tp: int = 1, pp: int = 1, dp: int = 1, *, replicat
 
 # --- model states -------------------------------------------------------------------------
 
-def lora_shapes(model: Model, rank: int) -> list[tuple[int, int]]:
-    """Shapes of the LoRA adapter matrices (A: d_in x r, B: r x d_out) on every linear layer
-    of every transformer block, as QLoRA does (Dettmers et al. 2023, Sec. 4)."""
+def lora_shapes(model: Model, rank: int) -> list[tuple[int, int, int]]:
+    """(d_in, d_out, count) of the LoRA adapter matrices (A: d_in x r, B: r x d_out) on every
+    linear layer of every transformer block, as QLoRA does (Dettmers et al. 2023, Sec. 4)."""
     model = as_model(model)
     check_positive("rank", rank, integer=True)
-    per_layer = [s for d_in, d_out in model.linear_shapes() for s in ((d_in, rank), (rank, d_out))]
-    return per_layer * model.n_layers
+    return [s for d_in, d_out, n in model.matrices() for s in ((d_in, rank, n), (rank, d_out, n))]
 
 
-def _full_shapes(model: Model) -> list[tuple[int, int]]:
-    embeddings = [(model.vocab_size, model.d_model)] * (1 if model.tied_embeddings else 2)
-    return model.linear_shapes() * model.n_layers + embeddings
+def _full_shapes(model: Model) -> list[tuple[int, int, int]]:
+    return [*model.matrices(), (model.vocab_size, model.d_model, 1 if model.tied_embeddings else 2)]
 
 
-def _optimizer_state_bytes(shapes: list[tuple[int, int]], n: float, optimizer: str, state: float) -> float:
+def _optimizer_state_bytes(shapes: list[tuple[int, int, int]], n: float, optimizer: str, state: float) -> float:
     """Optimizer state bytes for ``n`` trainable parameters with ``state``-byte elements.
 
     adam/adamw: two moments (Kingma & Ba 2015). sgd: one momentum buffer. adam8bit: two 8-bit
@@ -151,7 +149,7 @@ def _optimizer_state_bytes(shapes: list[tuple[int, int]], n: float, optimizer: s
         return state * n
     if optimizer == "adam8bit":
         return 2 * (1 + 4 / 2048) * n
-    return state * sum(r + c for r, c in shapes)
+    return state * sum((r + c) * count for r, c, count in shapes)
 
 
 @cache
@@ -173,7 +171,7 @@ def model_states(model: Model, dtype: str, optimizer: str, master_weights: bool,
         frozen = 0.0
     else:
         shapes = lora_shapes(model, lora_rank)
-        trainable = float(sum(r * c for r, c in shapes))
+        trainable = float(sum(r * c * count for r, c, count in shapes))
         if method == "lora":
             frozen = model.n_params * element
         else:
@@ -209,13 +207,14 @@ def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, t
     is an index into :data:`RECOMPUTE` (0 none, 1 selective, 2 full), ``element`` bytes per value."""
     s, b, h, a = seq_len, micro_batch_size, model.d_model, float(model.n_heads)  # floats: s*s*b*a overflows int64
     tokens, e = s * b, element
-    mlp = model.d_ff * model.experts_per_token / h  # MLP width per token, in units of h
+    mlp = model.mlp_width / h  # MLP width per token, in units of h
     # Replicated over the tensor-parallel group unless the sequence is split: the two norm inputs,
     # the inputs of the QKV and first MLP products, and one dropout mask after attention and one after the MLP.
     replicated = tokens * h * (4 * e + 2 * dropout)
     # Split over the group: Q, K and V (K and V at the KV width), the attention output, the MLP's
     # activation input (two halves for SwiGLU) and the second product's input.
-    split = tokens * h * e * (1 + 2 * model.kv_dim / h + 1 + mlp * (2 if model.mlp == "swiglu" else 1) + mlp)
+    q = model.attention_dim / h
+    split = tokens * h * e * (q + 2 * model.kv_dim / h + q + mlp * (2 if model.mlp == "swiglu" else 1) + mlp)
     # The a*s^2 scores: softmax output, plus dropout mask and output; FlashAttention keeps only the
     # fp32 log-sum-exp per head and token (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1).
     scores = a * s * s * b * (e + dropout * (1 + e))
@@ -352,7 +351,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
         host, optimizer_bytes = optimizer_bytes + gradients * (2 if half and not amp else 1), 0.0
     if offload == "parameters":  # the shard on the host; the GPU holds the weights gathered for the layers at work
-        largest = max(d_in * d_out for d_in, d_out in _full_shapes(m))
+        largest = max(d_in * d_out for d_in, d_out, _ in _full_shapes(m))
         gathered = (max_live_parameters + largest) * states[0] / m.n_params / (tp * pp)
         host, weights = host + weights, min(weights, gathered)
     return MemoryBreakdown(
@@ -370,14 +369,34 @@ def serving_kv_dtype(weight_dtype: str) -> str:
 
 
 def kv_cache_per_token(model: "Model | str | float", kv_dtype: str = "bf16") -> float:
-    """KV-cache bytes per token over all layers: 2 (K and V) * layers * kv_heads * head_dim * bytes.
+    """KV-cache bytes per token over all layers, for a context within any sliding window:
+    2 (K and V) * layers * kv_heads * head_dim * bytes, or under MLA (kv_lora_rank +
+    qk_rope_head_dim) * layers * bytes (DeepSeek-V2, arXiv:2405.04434, Table 1).
 
     Grouped-query attention (n_kv_heads < n_heads) shrinks it; OPT-13B in fp16 gives
-    800 KiB per token (Kwon et al. 2023, Sec. 3).
+    800 KiB per token (Kwon et al. 2023, Sec. 3). Beyond a sliding window use :func:`kv_cache_bytes`.
     """
     m = as_model(model)
     check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
-    return 2 * m.n_layers * m.kv_dim * dtype_bytes(kv_dtype)
+    return m.n_layers * m.kv_values_per_layer * dtype_bytes(kv_dtype)
+
+
+def kv_cache_bytes(model: "Model | str | float", context_len, kv_dtype: str = "bf16"):
+    """KV-cache bytes of one sequence of ``context_len`` tokens: every token on full-attention
+    layers, the last ``sliding_window`` on sliding-window layers (Gemma 3, gpt-oss, Mistral 7B;
+    Llama 4's chunked layers likewise), :func:`kv_cache_per_token`'s values per layer and token.
+    ``context_len`` may be a numpy array (unchecked then)."""
+    m = as_model(model)
+    check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
+    if np.ndim(context_len) == 0:
+        check_positive("context_len", context_len, integer=True)
+    return m.cached_tokens(context_len) * m.kv_values_per_layer * dtype_bytes(kv_dtype)
+
+
+def kv_share(model: Model, tp: int) -> float:
+    """Share of a sequence's KV cache each of ``tp`` tensor-parallel GPUs holds: its KV heads
+    (replicated once tp exceeds them, as vLLM does); all of MLA's latent, which every GPU keeps."""
+    return 1.0 if model.is_mla else ceil(model.n_kv_heads / tp) / model.n_kv_heads
 
 
 def inference_workspace(model: Model, tokens, sequences, tp: int = 1):
@@ -391,7 +410,7 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
               batch_size: int = 1, context_len: int = 4096, tp: int = 1) -> MemoryBreakdown:
     """Serving memory per GPU for ``batch_size`` sequences of ``context_len`` tokens.
 
-    Weights split over tp; KV heads split over tp too (replicated when tp exceeds them).
+    Weights split over tp; KV heads split over tp too (:func:`kv_share`).
     The activation workspace holds one layer's intermediates for a prefill chunk of up to
     :data:`PREFILL_CHUNK_TOKENS` tokens (16-bit) plus one row of fp32 logits per sequence.
     """
@@ -399,11 +418,10 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
     check_positive("batch_size", batch_size, integer=True)
     check_positive("context_len", context_len, integer=True)
     check_split(m, tp, replicate_kv=True)
-    kv_share = ceil(m.n_kv_heads / tp) / m.n_kv_heads
     workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
     return MemoryBreakdown(
         weights=quantized_weight_bytes(m, weight_dtype) / tp,
-        kv_cache=kv_cache_per_token(m, kv_dtype) * kv_share * batch_size * context_len,
+        kv_cache=kv_cache_bytes(m, context_len, kv_dtype) * kv_share(m, tp) * batch_size,
         activations=workspace,
         overhead=RUNTIME_OVERHEAD,
     )

@@ -43,7 +43,8 @@ import numpy as np
 from . import _data, comm, formats, gpus
 from .estimate import Estimate
 from .gpus import GPU
-from .memory import KV_DTYPES, WEIGHT_DTYPES, as_model, check_split, kv_cache_per_token, quantized_weight_bytes
+from .memory import (KV_DTYPES, WEIGHT_DTYPES, as_model, check_split, kv_cache_per_token, kv_share,
+                     quantized_weight_bytes)
 from .models import Model
 from .units import check_bool, check_dtype, check_positive, check_result
 
@@ -232,11 +233,10 @@ def _checked(model, gpu, n_gpus, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
 
 @cache
 def _per_gpu(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str) -> tuple[float, float, float]:
-    """Weight bytes, KV bytes per token (KV heads split over the group, replicated beyond it) and
-    peak FLOP/s of one GPU of the group."""
-    kv_share = -(-m.n_kv_heads // n_gpus) / m.n_kv_heads
-    return (quantized_weight_bytes(m, weight_dtype) / n_gpus, kv_cache_per_token(m, kv_dtype) * kv_share,
-            g.peak_flops(_compute_dtype(g, weight_dtype)))
+    """Weight bytes, KV bytes per token and layer (:func:`memory.kv_share` of them) and peak
+    FLOP/s of one GPU of the group."""
+    per_layer = kv_cache_per_token(m, kv_dtype) / m.n_layers * kv_share(m, n_gpus)
+    return quantized_weight_bytes(m, weight_dtype) / n_gpus, per_layer, g.peak_flops(_compute_dtype(g, weight_dtype))
 
 
 def _tp_seconds(m: Model, g: GPU, n_gpus: int, tokens) -> np.ndarray:
@@ -251,10 +251,11 @@ def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtyp
            flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1) -> Steps:
     """:class:`Steps` from per-sequence FLOPs and KV tokens; every argument but the model, GPU,
     group and formats may be an array over steps (batch sizes included)."""
-    weights, kv_per_token, peak = _per_gpu(m, g, n_gpus, weight_dtype, kv_dtype)
+    weights, kv_per_layer, peak = _per_gpu(m, g, n_gpus, weight_dtype, kv_dtype)
     flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / n_gpus)
     return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
-                 kv_bytes=np.broadcast_to(kv_per_token * batch_size * np.asarray(kv_tokens, dtype=float), flops.shape),
+                 kv_bytes=np.broadcast_to(kv_per_layer * batch_size * m.cached_tokens(np.asarray(kv_tokens, dtype=float)),
+                                          flops.shape),
                  tensor_parallel=np.broadcast_to(_tp_seconds(m, g, n_gpus, tp_tokens), flops.shape),
                  peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, kernel=_kernel_family(g, weight_dtype), kv_group=kv_group)
@@ -262,13 +263,14 @@ def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtyp
 
 def _prefill_flops(m: Model, before, chunk):
     """FLOPs per sequence of prefilling ``chunk`` tokens after ``before`` already cached: 2 per
-    active parameter per token, and causal attention, 2·L·d·(2·chunk·before + chunk²)."""
-    return 2 * m.n_active_params * chunk + 2 * m.n_layers * m.d_model * (2 * chunk * before + chunk**2)
+    active parameter per token, and causal attention, 4·d per query-key pair (2·L·d·(2·chunk·before
+    + chunk²) without sliding windows; d the heads' total width, :meth:`Model.attention_pairs`)."""
+    return 2 * m.n_active_params * chunk + 4 * m.attention_dim * m.attention_pairs(before, chunk)
 
 
 def _decode_steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: str, kv_dtype: str,
                   context: np.ndarray, grouped_kv_kernel: bool) -> Steps:
-    flops = 2 * m.n_active_params + 4 * m.n_layers * m.d_model * context
+    flops = 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(context)
     return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size),
                   context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads)
 

@@ -285,9 +285,10 @@ def grad_bytes_default(dtype: str) -> int:
 # --- the vectorised core --------------------------------------------------------------------
 
 @cache
-def _linear_shapes(model: Model) -> tuple[tuple[int, int], ...]:
-    """(d_in, d_out) of the matrices one token passes through in one layer (active experts only)."""
-    return tuple(model.linear_shapes(active=True))
+def _linear_shapes(model: Model) -> tuple[tuple[int, int, float], ...]:
+    """(d_in, d_out, count per layer) of the matrices one token passes through (active experts only),
+    averaged over the layers when they differ (dense-first or interleaved MoE layers)."""
+    return tuple((i, o, n / model.n_layers) for i, o, n in model.matrices(active=True))
 
 
 def _collective(factor, steps, n_bytes, bandwidth, latency):
@@ -344,12 +345,15 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
 
     # Matrix products of one layer, forward: each no faster than its own traffic.
     gemm = 0.0
-    for d_in, d_out in _linear_shapes(model):
+    for d_in, d_out, per_layer in _linear_shapes(model):
         split_out = d_out / tp  # column- or row-parallel: either way each GPU holds 1/tp of the matrix
         flops = 2 * tokens * d_in * split_out
         traffic = elem * (tokens * d_in + d_in * split_out + tokens * split_out)
-        gemm = gemm + np.maximum(flops / lin_rate, traffic / bw)
-    causal = np.where(flash, 2.0, 4.0) * tokens * s * d / tp  # score and weighting matmuls, forward
+        gemm = gemm + per_layer * np.maximum(flops / lin_rate, traffic / bw)
+    # Score and weighting matmuls, forward, per layer: 2*b*s^2*d causal (4 unfused, the whole
+    # matrix), in the share of the s^2/2 causal pairs that sliding windows leave.
+    window = model.attention_pairs(0, s) / (L * s * s / 2)
+    causal = np.where(flash, 2.0, 4.0) * tokens * s * model.attention_dim * window / tp
     attn_fwd = causal / attn_rate
     attn_bwd = np.where(flash, 2.5, 2.0) * attn_fwd
     # All the layer keeps but the score matrix (selective recompute's share, without FlashAttention).
