@@ -82,3 +82,10 @@ def test_vectorised_allreduce_is_allreduce_time(link_name):
     for n in (1, 2, 4, 8):
         fast = comm.allreduce_expected(sizes, n, comm.link(link_name))
         assert fast == pytest.approx([comm.allreduce_time(s, n, link_name).expected for s in sizes], rel=1e-12)
+
+
+@pytest.mark.parametrize("alias, name", [("NVLink 4", "nvlink4"), ("PCIe 4.0", "pcie4"), ("pcie 5.0 x16", "pcie5"),
+                                         ("InfiniBand NDR", "ib-ndr"), ("IB HDR", "ib-hdr"),
+                                         ("NVLink 3 bridge", "nvlink3-bridge")])
+def test_links_are_found_as_forgivingly_as_gpus(alias, name):
+    assert comm.link(alias).name == name

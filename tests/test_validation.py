@@ -228,7 +228,7 @@ CASES = [
     (roofline.ridge_point, dict(gpu="H100", dtype="float8"), r"dtype='float8' is not supported"),
     (roofline.prefill_intensity, dict(model="llama-2-7b", prompt_len=512, dtype="int2"),
      r"dtype='int2' is not supported"),
-    (comm.link, dict(name="nvlink9"), r"unknown link 'nvlink9'; known: nvlink2"),
+    (comm.link, dict(name="nvlink9"), r"unknown link 'nvlink9'; closest known: nvlink5, nvlink4.*; known: nvlink2"),
     (comm.gpu_link, dict(gpu="H9000", n_gpus=8), r"unknown GPU 'H9000'"),
     (comm.collective_time, dict(collective="gather", n_bytes=1e9, n_gpus=8, link_or_name="nvlink4"),
      r"collective='gather' is not supported; choose one of allreduce"),

@@ -32,7 +32,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from . import _data, gpus
+from . import _data, _lookup, gpus
 from .estimate import Estimate
 from .gpus import GPU
 from .units import GB, argument, check_choice, check_positive, check_result
@@ -73,14 +73,28 @@ def _links() -> dict[str, Link]:
             for _, row in _data.table("interconnects").iterrows()}
 
 
+@cache
+def _link_index() -> dict[str, str]:
+    """Normalized names and kinds ("NVLink 4", "PCIe 4.0 x16", "IB NDR") -> link name."""
+    index = {}
+    for row in _data.table("interconnects").itertuples():
+        kind = row.kind.split(" (")[0]
+        for alias in (row.name, kind, kind.removesuffix(" x16"), row.name.replace("ib-", "infiniband-")):
+            index.setdefault(_lookup.normalize(alias), row.name)
+    return index
+
+
 def link(name: "str | Link") -> Link:
-    """The link called ``name`` ("nvlink3", "nvlink4", "pcie4", ...)."""
+    """The link called ``name`` ("nvlink4", "NVLink 4", "pcie4", "PCIe 4.0", "ib-ndr",
+    "InfiniBand NDR", ...), case and punctuation ignored; a ValueError suggests the closest."""
     if isinstance(name, Link):
         return name
-    links = _links()
-    if not isinstance(name, str) or name not in links:
-        raise ValueError(f"unknown link {name!r}; known: {', '.join(links)}")
-    return links[name]
+    if not isinstance(name, str):
+        raise ValueError(f"unknown link {name!r}; known: {', '.join(_links())}")
+    try:
+        return _links()[_lookup.resolve(name, _link_index(), "link")]
+    except ValueError as e:
+        raise ValueError(f"{e}; known: {', '.join(_links())}") from None
 
 
 def links() -> list[str]:
