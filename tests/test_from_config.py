@@ -1,6 +1,8 @@
 """models.from_config against hand calculations, one per attention and MLP type."""
 
 import json
+from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -139,3 +141,25 @@ def test_numpy_contexts_vectorise():
     m = models.from_config(GPT_OSS_120B)
     contexts = np.array([64, 128, 4096])
     assert list(memory.kv_cache_bytes(m, contexts)) == [memory.kv_cache_bytes(m, int(c)) for c in contexts]
+
+
+CONFIGS = sorted(p.stem for p in (Path(models.__file__).parent / "data" / "configs").glob("*.json"))
+
+
+@pytest.mark.parametrize("name", CONFIGS)
+def test_presets_round_trip_their_config(name):
+    """Every stored config.json is a preset's, and reading it again gives the preset's shape."""
+    preset = models.get(name)
+    read = models.from_config(Path(models.__file__).parent / "data" / "configs" / f"{name}.json")
+    assert replace(read, name=preset.name, display_name=preset.display_name, n_params=preset.n_params,
+                   n_active_params=preset.n_active_params, source=preset.source) == preset
+    assert read.n_params == pytest.approx(preset.n_params, rel=0.03)
+
+
+def test_new_presets_are_in_the_catalog():
+    expected = {"llama-3.3-70b", "llama-4-scout", "llama-4-maverick", "qwen3-8b", "qwen3-32b", "qwen3-30b-a3b",
+                "qwen3-235b-a22b", "deepseek-v3", "deepseek-r1", "gpt-oss-20b", "gpt-oss-120b", "gemma-3-27b",
+                "mistral-small-3", "kimi-k2"}
+    assert expected <= set(CONFIGS) and expected <= set(models.names())
+    assert models.get("Qwen3 30B-A3B").is_moe and models.get("deepseek-v3").is_mla
+    assert models.get("mistral-7b").sliding_window == 4096  # Mistral 7B v0.1's window, on every layer

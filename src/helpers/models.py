@@ -210,6 +210,10 @@ ARCHITECTURES = ("llama", "mistral", "qwen2", "qwen3", "phi3", "gemma2", "gemma3
 REQUIRED_FIELDS = ("model_type", "hidden_size", "num_hidden_layers", "num_attention_heads", "num_key_value_heads",
                    "intermediate_size", "vocab_size", "max_position_embeddings")
 _GEMMA = ("gemma2", "gemma3")
+#: Defaults of transformers' config classes for fields a published config.json leaves out
+#: (Gemma3TextConfig: google/gemma-3-27b-it's text_config gives neither vocabulary nor context).
+_DEFAULTS = {"gemma3": dict(vocab_size=262208, max_position_embeddings=131072, sliding_window_pattern=6,
+                            tie_word_embeddings=True)}
 
 
 def _read_config(config: "dict | str | os.PathLike") -> dict:
@@ -308,7 +312,7 @@ def from_config(config: "dict | str | os.PathLike", *, name: str | None = None) 
                          f"(and for MoE num_experts and num_experts_per_tok): build a Model from them directly")
     if name is not None and not isinstance(name, str):
         raise ValueError(f"name must be a string or None, got {name!r}")
-    text = dict(text, model_type=family)
+    text = {**_DEFAULTS.get(family, {}), **text, "model_type": family}
     n_layers, d, heads = (_field(text, k) for k in ("num_hidden_layers", "hidden_size", "num_attention_heads"))
     mla = {}
     if text.get("kv_lora_rank"):
