@@ -3,7 +3,7 @@ import datetime
 import pandas as pd
 import pytest
 
-from helpers import gpus
+from helpers import comm, gpus
 from helpers.units import GB, GiB, TFLOPS
 
 CATALOG = gpus.catalog()
@@ -39,8 +39,8 @@ def test_sparse_is_twice_dense(dense, sparse):
 
 def test_figures_in_plausible_ranges():
     assert CATALOG["memory_bandwidth_gbs"].between(250, 10_000).all()
-    assert CATALOG["memory_gib"].between(16, 200).all()
-    assert CATALOG["tdp_watts"].between(60, 1300).all()
+    assert CATALOG["memory_gib"].between(16, 300).all()
+    assert CATALOG["tdp_watts"].between(60, 1500).all()
     assert CATALOG["fp32_tflops"].between(5, 200).all()
     assert CATALOG["bf16_dense_tflops"].dropna().between(50, 3000).all()
     assert CATALOG["launch_year"].between(2016, 2026).all()
@@ -97,3 +97,28 @@ def test_catalog_is_a_copy():
     copy = gpus.catalog()
     copy.loc[0, "tdp_watts"] = 0
     assert gpus.catalog().loc[0, "tdp_watts"] > 0
+
+
+def test_china_market_variants_against_the_parts_they_derive_from():
+    h100, h800, h20 = gpus.get("H100"), gpus.get("H800"), gpus.get("H20")
+    a100, a800 = gpus.get("A100-SXM4-80GB"), gpus.get("A800")
+    # H800 and A800: the same compute, NVLink cut to 400 GB/s (200 each way)
+    assert h800.peak_flops("bf16") == h100.peak_flops("bf16") and h800.nvlink_bandwidth == 200e9 < h100.nvlink_bandwidth
+    assert a800.peak_flops("bf16") == a100.peak_flops("bf16") and a800.nvlink_bandwidth == 200e9 < a100.nvlink_bandwidth
+    # H20: under a sixth of the H100's tensor rate, more memory and bandwidth, full NVLink
+    assert h20.peak_flops("bf16") < h100.peak_flops("bf16") / 6
+    assert h20.memory_bandwidth > h100.memory_bandwidth and h20.nvlink_bandwidth == h100.nvlink_bandwidth
+    assert gpus.get("L20").peak_flops("bf16") < gpus.get("L40S").peak_flops("bf16") / 3
+
+
+def test_blackwell_ultra_and_links():
+    b200, b300, gb300 = gpus.get("B200"), gpus.get("B300"), gpus.get("GB300")
+    assert b300.peak_flops("fp4") > b200.peak_flops("fp4") and b300.peak_flops("int8") < b200.peak_flops("int8")
+    assert gb300.gpu_link_domain == 72 and b300.gpu_link == "nvlink5"
+    # the H200 NVL's 2- or 4-way bridge carries 900 GB/s per GPU, 450 each way
+    h200nvl = gpus.get("H200 NVL")
+    assert comm.link(h200nvl.gpu_link).bandwidth == h200nvl.nvlink_bandwidth == 450e9
+    for g in gpus.names():  # every GPU's links and servers are known
+        gpu = gpus.get(g)
+        comm.link(f"pcie{gpu.pcie_gen}")
+        assert not gpu.gpu_link or comm.link(gpu.gpu_link).bandwidth == gpu.nvlink_bandwidth

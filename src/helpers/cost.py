@@ -19,6 +19,8 @@ from .models import Model
 from .units import HOUR, check_positive, check_range, check_result
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
+#: A row of this kind, without a price, says where a GPU was looked for and found not for rent.
+NOT_RENTED = "not_rented"
 PRICING = ("on_demand", "reserved_1y", "reserved_3y", "spot", "owned")
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12
@@ -31,7 +33,8 @@ LIMITS = {"discount": (0, 1, False, True), "interruptions_per_month": (0, 1e4, F
 
 
 def prices() -> pd.DataFrame:
-    """Every price row: gpu, kind (purchase, cloud_hour, reserved_hour), usd, date, provider, source, confidence."""
+    """Every price row: gpu, kind (purchase, cloud_hour, reserved_hour, or not_rented without a
+    price: where the GPU was looked for), usd, date, provider, source, confidence."""
     return _data.table("prices").copy()
 
 

@@ -47,7 +47,7 @@ class GPU:
     gpu_link: str
     gpu_link_domain: int
     pcie_gen: int
-    mig_instances: int
+    mig_instances: int | None  # None where no source states it
     accumulate_note: str
     source: str
     verified_on: str
@@ -99,7 +99,7 @@ def _from_row(row: pd.Series) -> GPU:
         gpu_link=_text(row["gpu_link"]),
         gpu_link_domain=int(row["gpu_link_domain"]),
         pcie_gen=int(row["pcie_gen"]),
-        mig_instances=int(row["mig_instances"]),
+        mig_instances=None if pd.isna(row["mig_instances"]) else int(row["mig_instances"]),
         accumulate_note=_text(row["accumulate_note"]),
         source=row["source"],
         verified_on=row["verified_on"],
