@@ -8,7 +8,8 @@ from .models import Model
 from .units import DAY, TFLOPS, argument, check_positive, check_result
 
 #: The flagship training GPU of each generation in the catalog, oldest first.
-FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72")
+FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72",
+             "B300-HGX-288GB", "GB300-NVL72")
 
 
 def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
