@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import ipywidgets as w
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -294,3 +296,19 @@ def test_engine_start_panel():
     tokens = panel.result.kv_tokens
     panel.set(gpu_memory_utilization=0.95)
     assert panel.result.kv_tokens > tokens
+
+
+CONFIG_JSON = (Path(__file__).parent.parent / "src" / "helpers" / "data" / "configs" / "gpt-oss-20b.json").read_text()
+
+
+@pytest.mark.parametrize("name", [n for n, f in widgets.panels().items() if "config" in f().controls])
+def test_panels_take_a_pasted_config(name):
+    panel = widgets.panels()[name]()
+    panel.set(model=widgets.CONFIG)
+    assert "paste a model's config.json" in panel.message
+    panel.set(config=CONFIG_JSON)
+    assert panel.message is None and panel.result is not None
+    panel.set(config='{"model_type": "bert", "hidden_size": 768}')
+    assert panel.message.startswith("config model_type 'bert' is not one from_config reads")
+    with pytest.raises(ValueError, match="config must be text"):
+        panel.set(config=42)

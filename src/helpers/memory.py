@@ -388,9 +388,11 @@ def kv_cache_bytes(model: "Model | str | float", context_len, kv_dtype: str = "b
     ``context_len`` may be a numpy array (unchecked then)."""
     m = as_model(model)
     check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
+    per_value = m.kv_values_per_layer * dtype_bytes(kv_dtype)
     if np.ndim(context_len) == 0:
         check_positive("context_len", context_len, integer=True)
-    return m.cached_tokens(context_len) * m.kv_values_per_layer * dtype_bytes(kv_dtype)
+        return float(m.cached_tokens(float(context_len))) * per_value  # floats: long contexts overflow int64
+    return m.cached_tokens(np.asarray(context_len, dtype=float)) * per_value
 
 
 def kv_share(model: Model, tp: int) -> float:

@@ -21,6 +21,7 @@ from matplotlib.text import Text
 from . import book, comm, compare, compute, cost, engine, gpus, memory, models, planner, plots, roofline, scaling, select, trends
 
 CUSTOM = "custom"
+CONFIG = "config"
 SEQ_LENS = tuple(2**k for k in range(8, 18))
 PROMPT_LENS = tuple(2**k for k in range(5, 18))
 OUTPUT_LENS = tuple(2**k for k in range(0, 14))
@@ -34,6 +35,10 @@ def _check_control(name: str, control: w.ValueWidget, value: Any) -> None:
         allowed = [o[1] if isinstance(o, tuple) else o for o in control.options]
         if not any(value == a and isinstance(value, bool) == isinstance(a, bool) for a in allowed):
             raise ValueError(f"{name}={value!r} is not an option; choose one of {', '.join(map(repr, allowed))}")
+        return
+    if isinstance(control, w.Textarea):
+        if not isinstance(value, str):
+            raise ValueError(f"{name} must be text, got {value!r}")
         return
     integer = isinstance(control, w.IntSlider)
     kinds = (int,) if integer else (int, float)
@@ -176,9 +181,12 @@ def _stops(low: float, high: float) -> tuple[tuple[str, float], ...]:
 
 
 def _model_controls(default: str) -> dict[str, w.ValueWidget]:
-    options = [(models.get(n).display_name, n) for n in models.names()] + [("custom size (slider)", CUSTOM)]
+    options = [(models.get(n).display_name, n) for n in models.names()] + [("custom size (slider)", CUSTOM),
+                                                                            ("pasted config.json", CONFIG)]
     return {"model": w.Dropdown(options=options, value=default, description="model"),
-            "size_b": w.SelectionSlider(options=_stops(0.1, 1000), value=7, description="custom size (B params)")}
+            "size_b": w.SelectionSlider(options=_stops(0.1, 1000), value=7, description="custom size (B params)"),
+            "config": w.Textarea(value="", placeholder="paste a Hugging Face config.json here",
+                                 description="config.json")}
 
 
 def _tokens_slider(billions: float, smallest: float = 1) -> w.SelectionSlider:
@@ -186,8 +194,15 @@ def _tokens_slider(billions: float, smallest: float = 1) -> w.SelectionSlider:
     return w.SelectionSlider(options=_stops(smallest, 30000), value=billions, description="training tokens (B)")
 
 
-def _model(model: str, size_b: float) -> models.Model:
-    return models.dense(size_b * 1e9) if model == CUSTOM else models.get(model)
+def _model(model: str, size_b: float, config: str) -> models.Model:
+    """The preset, a dense shape of the slider's size, or the model of a pasted config.json."""
+    if model == CUSTOM:
+        return models.dense(size_b * 1e9)
+    if model == CONFIG:
+        if not config.strip():
+            raise ValueError("paste a model's config.json into the config.json box (or pick a preset)")
+        return models.from_config(config, name="pasted config")
+    return models.get(model)
 
 
 #: GPUs whose memory sizes mark the training bar: 24, 48, 80, 141 and 192 GB.
@@ -214,11 +229,11 @@ def training_memory(model: str = "llama-2-7b") -> Panel:
         "n_gpus": w.SelectionSlider(options=GPU_COUNTS, value=1, description="data-parallel GPUs"),
     }
 
-    def compute(model, size_b, n_gpus, **kw):
-        return memory.training(_model(model, size_b), dp=n_gpus, **kw)
+    def compute(model, size_b, config, n_gpus, **kw):
+        return memory.training(_model(model, size_b, config), dp=n_gpus, **kw)
 
-    def draw(fig, result, table, model, size_b, **kw):
-        label = _model(model, size_b).display_name
+    def draw(fig, result, table, model, size_b, config, **kw):
+        label = _model(model, size_b, config).display_name
         plots.memory_bars(fig.subplots(), {label: result}, capacities=_capacities(),
                           title=f"Training memory per GPU: {label}, {kw['method']}, {kw['dtype']}, {kw['optimizer']}, "
                           f"{kw['micro_batch_size']} x {kw['seq_len']:,} tokens")
@@ -240,15 +255,15 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
         "tp": w.Dropdown(options=(1, 2, 4, 8), value=1, description="tensor-parallel GPUs"),
     }
 
-    def compute(model, size_b, **kw):
-        return memory.inference(_model(model, size_b), **kw)
+    def compute(model, size_b, config, **kw):
+        return memory.inference(_model(model, size_b, config), **kw)
 
-    def table(result, model, size_b, batch_size, context_len, **kw):
-        return memory.longest_context_table(_model(model, size_b), batch_size=batch_size, **kw)
+    def table(result, model, size_b, config, batch_size, context_len, **kw):
+        return memory.longest_context_table(_model(model, size_b, config), batch_size=batch_size, **kw)
 
-    def draw(fig, result, table, model, size_b, **kw):
+    def draw(fig, result, table, model, size_b, config, **kw):
         top, bottom = fig.subplots(2, 1, height_ratios=(1, 4))
-        m = _model(model, size_b)
+        m = _model(model, size_b, config)
         label = m.display_name
         plots.memory_bars(top, {label: result}, title=f"Serving memory per GPU: {label}, {kw['batch_size']} x "
                           f"{kw['context_len']:,} tokens, weights {kw['weight_dtype']}, KV {kw['kv_dtype']}, tp {kw['tp']}")
@@ -269,17 +284,17 @@ def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
                                                 description="gpu_memory_utilization"),
     }
 
-    def compute(model, size_b, **kw):
-        return engine.budget(_model(model, size_b), **kw)
+    def compute(model, size_b, config, **kw):
+        return engine.budget(_model(model, size_b, config), **kw)
 
     def table(result, **kw):
         return pd.DataFrame([{"weights (GB)": result.weights / 1e9, "activations (GB)": result.activations / 1e9,
                               "KV cache (GB)": result.kv_cache / 1e9, "KV tokens": result.kv_tokens,
                               "longest max_model_len": result.longest_max_model_len, "starts": result.starts}])
 
-    def draw(fig, result, table, model, size_b, **kw):
+    def draw(fig, result, table, model, size_b, config, **kw):
         verdict = "starts" if result.starts else "does not start"
-        plots.engine_budget(fig.subplots(), result, title=f"{_model(model, size_b).display_name} on {kw['n_gpus']} x "
+        plots.engine_budget(fig.subplots(), result, title=f"{_model(model, size_b, config).display_name} on {kw['n_gpus']} x "
                             f"{result.gpu}: {verdict}\n" + "\n".join(textwrap.wrap(result.message, 80)))
 
     return Panel(f"Will it start? ({engine.ENGINE})", controls, compute, draw, table, figsize=(8, 3.2))
@@ -294,19 +309,19 @@ def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB"
         "seq_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="sequence length"),
     }
 
-    def result(model, size_b, tokens_b, gpu, dtype, seq_len):
-        m = _model(model, size_b)
+    def result(model, size_b, config, tokens_b, gpu, dtype, seq_len):
+        m = _model(model, size_b, config)
         return {"training FLOP": compute.training_flops(m, tokens_b * 1e9, seq_len=seq_len),
                 "inference FLOP per token": compute.flops_per_token(m, seq_len=seq_len, training=False),
                 "ridge point (FLOP/byte)": roofline.ridge_point(gpu, dtype)}
 
-    def table(result, model, size_b, gpu, dtype, seq_len, **kw):
-        return roofline.table(_model(model, size_b), gpu, dtype, seq_len=seq_len)
+    def table(result, model, size_b, config, gpu, dtype, seq_len, **kw):
+        return roofline.table(_model(model, size_b, config), gpu, dtype, seq_len=seq_len)
 
-    def draw(fig, result, table, model, size_b, tokens_b, gpu, dtype, seq_len):
+    def draw(fig, result, table, model, size_b, config, tokens_b, gpu, dtype, seq_len):
         reference = "H100-SXM5-80GB" if gpu == "A100-SXM4-80GB" else "A100-SXM4-80GB"
         shown = [gpus.get(gpu)] + [g for g in (gpus.get(reference),) if g.supports(dtype)]
-        label = _model(model, size_b).display_name
+        label = _model(model, size_b, config).display_name
         plots.roofline(fig.subplots(), shown, dtype, dict(zip(table["workload"], table["FLOP/byte"])),
                        title=f"{label}: training on {tokens_b:,.0f}B tokens = {result['training FLOP']:.2e} FLOP; "
                              f"{result['inference FLOP per token']:.2e} FLOP per generated token")
@@ -333,14 +348,14 @@ def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
         "dtype": w.Dropdown(options=("bf16", "fp16", "fp8"), value="bf16", description="precision"),
     }
 
-    def result(model, size_b, tokens_b, gpu, n_gpus, dtype):
-        return compute.training_time(_model(model, size_b), tokens_b * 1e9, gpu, n_gpus, dtype=dtype)
+    def result(model, size_b, config, tokens_b, gpu, n_gpus, dtype):
+        return compute.training_time(_model(model, size_b, config), tokens_b * 1e9, gpu, n_gpus, dtype=dtype)
 
-    def table(result, model, size_b, tokens_b, gpu, n_gpus, dtype):
-        return compare.training_table(_model(model, size_b), tokens_b * 1e9, n_gpus, dtype=dtype)
+    def table(result, model, size_b, config, tokens_b, gpu, n_gpus, dtype):
+        return compare.training_table(_model(model, size_b, config), tokens_b * 1e9, n_gpus, dtype=dtype)
 
-    def draw(fig, result, table, model, size_b, tokens_b, gpu, n_gpus, dtype):
-        label = _model(model, size_b).display_name
+    def draw(fig, result, table, model, size_b, config, tokens_b, gpu, n_gpus, dtype):
+        label = _model(model, size_b, config).display_name
         chosen = table.set_index("GPU").loc[gpus.get(gpu).name]
         _catalog_bars(fig, table, "days", gpu, "days (expected, with low-high band)",
                       f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} GPUs of each kind, {dtype}\n{gpus.get(gpu).name}: "
@@ -360,14 +375,14 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
         "context_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="context (tokens)"),
     }
 
-    def result(model, size_b, gpu, **kw):
-        return compare.serving_estimate(_model(model, size_b), gpu, **kw)
+    def result(model, size_b, config, gpu, **kw):
+        return compare.serving_estimate(_model(model, size_b, config), gpu, **kw)
 
-    def table(result, model, size_b, gpu, **kw):
-        return compare.serving_table(_model(model, size_b), **kw)
+    def table(result, model, size_b, config, gpu, **kw):
+        return compare.serving_table(_model(model, size_b, config), **kw)
 
-    def draw(fig, result, table, model, size_b, gpu, n_gpus, weight_dtype, batch_size, context_len):
-        label, tps = _model(model, size_b).display_name, result["tokens/s"]
+    def draw(fig, result, table, model, size_b, config, gpu, n_gpus, weight_dtype, batch_size, context_len):
+        label, tps = _model(model, size_b, config).display_name, result["tokens/s"]
         _catalog_bars(fig, table, "tokens/s", gpu, "generated tokens/s, all sequences",
                       f"{label}, {weight_dtype} weights, {n_gpus} GPU(s) each, batch {batch_size} x {context_len:,} tokens\n"
                       f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {result['bound']}-bound")
@@ -388,15 +403,15 @@ def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
         "zero_stage": w.Dropdown(options=memory.ZERO_STAGES, value=0, description="ZeRO stage"),
     }
 
-    def result(model, size_b, gpu, **kw):
-        m = _model(model, size_b)
+    def result(model, size_b, config, gpu, **kw):
+        m = _model(model, size_b, config)
         return scaling.scaling_table(lambda n: scaling.transformer_step(m, gpu, n, **kw))
 
     def table(result, **kw):
         return result
 
-    def draw(fig, result, table, model, size_b, gpu, network, nics_per_node, **kw):
-        label = _model(model, size_b).display_name
+    def draw(fig, result, table, model, size_b, config, gpu, network, nics_per_node, **kw):
+        label = _model(model, size_b, config).display_name
         plots.scaling(fig, result, title=f"{label} on {gpus.get(gpu).name}, {kw['tokens_per_gpu']:,} tokens per GPU, "
                                          f"{nics_per_node} x {network} per server, overlap {kw['overlap']:.0%}, "
                                          f"ZeRO-{kw['zero_stage']}")
@@ -416,8 +431,8 @@ def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Pane
         "seq_len": w.SelectionSlider(options=(1024, 2048, 4096, 8192), value=4096, description="sequence (tokens)"),
     }
 
-    def result(model, size_b, gpu, n_gpus, seq_len):
-        return planner.plans(_model(model, size_b), gpu, PLAN_COUNTS, seq_len=seq_len)
+    def result(model, size_b, config, gpu, n_gpus, seq_len):
+        return planner.plans(_model(model, size_b, config), gpu, PLAN_COUNTS, seq_len=seq_len)
 
     def table(result, n_gpus, **kw):
         chosen = next((p for p in result if p is not None and p.n_gpus == n_gpus), None)
@@ -429,8 +444,8 @@ def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Pane
                               "fits": chosen.fits, "step (s)": s.total, "MFU": s.mfu,
                               "scaling efficiency": chosen.scaling_efficiency, "what splitting costs most": chosen.binding}])
 
-    def draw(fig, result, table, model, size_b, gpu, n_gpus, seq_len):
-        label = _model(model, size_b).display_name
+    def draw(fig, result, table, model, size_b, config, gpu, n_gpus, seq_len):
+        label = _model(model, size_b, config).display_name
         row = table.iloc[0]
         plots.parallel_plans(fig, result, n_gpus,
                              title=f"{label} on {gpus.get(gpu).name}, {seq_len:,}-token sequences\n{n_gpus} GPUs: "
@@ -450,8 +465,8 @@ def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
                                     description="your $/GPU-hour (0: median of the data)"),
     }
 
-    def result(model, size_b, tokens_b, gpu, n_gpus, dtype, price):
-        m, rate = _model(model, size_b), price or None
+    def result(model, size_b, config, tokens_b, gpu, n_gpus, dtype, price):
+        m, rate = _model(model, size_b, config), price or None
         out = {}
         for pricing in cost.PRICING:
             try:
@@ -468,8 +483,8 @@ def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
         return pd.DataFrame([{"pricing": p, "low (USD)": e.low, "expected (USD)": e.expected, "high (USD)": e.high}
                              for p, e in result.items()])
 
-    def draw(fig, result, table, model, size_b, tokens_b, gpu, n_gpus, dtype, price):
-        label = _model(model, size_b).display_name
+    def draw(fig, result, table, model, size_b, config, tokens_b, gpu, n_gpus, dtype, price):
+        label = _model(model, size_b, config).display_name
         plots.band_bars(fig.subplots(), list(result), list(result.values()), scale=1e3,
                         xlabel="thousand US dollars (expected, with low-high band)",
                         title=f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} x {gpus.get(gpu).name}, {dtype}")
@@ -519,9 +534,9 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
         "context_len": w.SelectionSlider(options=SEQ_LENS, value=4096, description="fixed-batch context"),
     }
 
-    def result(model, size_b, task, tokens_b, deadline_days, budget_usd, requests_per_s, prompt_len, output_len,
+    def result(model, size_b, config, task, tokens_b, deadline_days, budget_usd, requests_per_s, prompt_len, output_len,
                ttft_ms, tpot_ms, batch_size, context_len):
-        return select.recommend(_model(model, size_b), task=task, tokens=tokens_b * 1e9, deadline_days=deadline_days,
+        return select.recommend(_model(model, size_b, config), task=task, tokens=tokens_b * 1e9, deadline_days=deadline_days,
                                 budget_usd=budget_usd or None, requests_per_s=requests_per_s or None,
                                 prompt_len=prompt_len, output_len=output_len, ttft_s=ttft_ms / 1000 or None,
                                 tpot_s=tpot_ms / 1000 or None, batch_size=batch_size, context_len=context_len)
@@ -529,8 +544,8 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
     def table(result, **kw):
         return result[["gpu", "n_gpus", "settings", "binding", "reason"]]
 
-    def draw(fig, result, table, model, size_b, task, **kw):
-        plots.recommendations(fig.subplots(), result, title=f"{_model(model, size_b).display_name}: {task}")
+    def draw(fig, result, table, model, size_b, config, task, **kw):
+        plots.recommendations(fig.subplots(), result, title=f"{_model(model, size_b, config).display_name}: {task}")
 
     return Panel("GPU selector", controls, result, draw, table, figsize=(8, 6))
 
@@ -548,16 +563,16 @@ def wait_or_start(model: str = "llama-2-70b") -> Panel:
         "wait_months": w.FloatSlider(value=6.0, min=0.0, max=24.0, step=0.5, description="wait (months)"),
     }
 
-    def result(model, size_b, tokens_b, n_gpus, now, later, later_price, wait_months):
-        return trends.wait_or_start(_model(model, size_b), tokens_b * 1e9, n_gpus, now=now, later=later,
+    def result(model, size_b, config, tokens_b, n_gpus, now, later, later_price, wait_months):
+        return trends.wait_or_start(_model(model, size_b, config), tokens_b * 1e9, n_gpus, now=now, later=later,
                                     wait_months=wait_months, later_price=later_price or None)
 
     def table(result, **kw):
         return pd.DataFrame([result])
 
-    def draw(fig, result, table, model, size_b, tokens_b, n_gpus, now, later, later_price, wait_months):
+    def draw(fig, result, table, model, size_b, config, tokens_b, n_gpus, now, later, later_price, wait_months):
         plots.wait_curve(fig.subplots(), result, wait_months,
-                         title=f"{_model(model, size_b).display_name}, {tokens_b:,.0f}B tokens, {n_gpus} GPUs: "
+                         title=f"{_model(model, size_b, config).display_name}, {tokens_b:,.0f}B tokens, {n_gpus} GPUs: "
                                f"{gpus.get(now).name} now or {gpus.get(later).name} later")
 
     return Panel("Wait or start now", controls, result, draw, table, figsize=(8, 3.4))
