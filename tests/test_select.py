@@ -87,3 +87,8 @@ def test_largest_trainable():
     assert memory.fits(memory.training(n * 1e9, zero_stage=3, dp=8, recompute="full"), gpus.get("A100 80GB"))
     assert not memory.fits(memory.training((n + 1) * 1e9, zero_stage=3, dp=8, recompute="full"), gpus.get("A100 80GB"))
     assert 30 <= n <= 45
+
+
+def test_a_vanishing_traffic_level_is_refused_not_priced_infinite():
+    with pytest.raises(ValueError, match=r"requests_per_s=2.2e-311 out of range: the result would be inf"):
+        select.recommend("gpt2-xl", task="serve", requests_per_s=2.2e-311, prompt_len=32, output_len=1)

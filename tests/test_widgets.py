@@ -260,6 +260,8 @@ def _values(control):
         return st.sampled_from([o[1] if isinstance(o, tuple) else o for o in control.options])
     if isinstance(control, w.IntSlider):
         return st.integers(control.min, control.max)
+    if isinstance(control, w.Textarea):  # a pasted config.json: none, a real one, broken ones, any text
+        return st.sampled_from(["", CONFIG_JSON, "{not json", '{"model_type": "bert"}']) | st.text(max_size=40)
     return st.floats(control.min, control.max)  # FloatSlider, BoundedFloatText
 
 

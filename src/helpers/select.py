@@ -20,7 +20,7 @@ import pandas as pd
 from . import compare, compute, cost, gpus, memory, planner, serving, traffic
 from .memory import as_model
 from .models import Model
-from .units import DAY, check_positive
+from .units import DAY, check_positive, check_result
 
 TASKS = ("pretrain", "finetune", "lora", "qlora", "serve")
 COUNTS = tuple(2**k for k in range(13))
@@ -91,7 +91,8 @@ def _traffic_option(m: Model, g: gpus.GPU, tp: int, dtype: str, requests_per_s: 
     return {"gpu": g.name, "n_gpus": p.n_gpus, "settings": f"{settings}, {p.replicas} replica{'s' * (p.replicas > 1)}",
             "fits": True, "tokens/s": requests_per_s * output_len, "ms per token": at.time_per_token * 1000,
             "first token (ms)": at.time_to_first_token * 1000, "utilization": at.utilization,
-            "cost_usd": rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6 if rate else nan,
+            "cost_usd": check_result(rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6,
+                                     requests_per_s=requests_per_s) if rate else nan,
             "limit": p.binding, "per_replica": p.per_replica_max, "unloaded_ms": nan}
 
 
