@@ -233,8 +233,9 @@ def _read_config(config: "dict | str | os.PathLike") -> dict:
     raise ValueError(f"config must be a dict, a JSON string or a path to config.json, got {config!r}")
 
 
-def _field(cfg: dict, key: str, default=None):
-    value = cfg.get(key, default)
+def _field(cfg: dict, key: str):
+    """``cfg[key]``; a ValueError naming the key and the fields a config needs when it is absent."""
+    value = cfg.get(key)
     if value is None:
         raise ValueError(f"config has no {key!r}; a {cfg.get('model_type', '?')} config.json needs "
                          f"{', '.join(REQUIRED_FIELDS)}")
@@ -333,10 +334,10 @@ def from_config(config: "dict | str | os.PathLike", *, name: str | None = None) 
         sliding_window=window, n_sliding_layers=sliding, **mla, **moe)
     if not mla and text.get("head_dim"):
         shape["head_size"] = text["head_dim"]
-    draft = Model(name=label, display_name=label, n_params=1.0, n_active_params=1.0, source="config.json", **shape)
-    return Model(name=label, display_name=label, n_params=float(draft.params_from_shape()),
-                 n_active_params=float(draft.params_from_shape(active=True)),
-                 source=f"config.json of {cfg.get('_name_or_path') or label}", **shape)
+    draft = Model(name=label, display_name=label, n_params=1.0, n_active_params=1.0,
+                  source=f"config.json of {cfg.get('_name_or_path') or label}", **shape)
+    return replace(draft, n_params=float(draft.params_from_shape()),
+                   n_active_params=float(draft.params_from_shape(active=True)))
 
 
 # --- presets ---------------------------------------------------------------------------------

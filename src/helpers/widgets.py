@@ -9,6 +9,7 @@ import base64
 import io
 import textwrap
 from collections.abc import Callable
+from functools import lru_cache
 from typing import Any
 
 import ipywidgets as w
@@ -199,10 +200,16 @@ def _model(model: str, size_b: float, config: str) -> models.Model:
     if model == CUSTOM:
         return models.dense(size_b * 1e9)
     if model == CONFIG:
-        if not config.strip():
-            raise ValueError("paste a model's config.json into the config.json box (or pick a preset)")
-        return models.from_config(config, name="pasted config")
+        return _pasted(config)
     return models.get(model)
+
+
+@lru_cache(maxsize=8)
+def _pasted(config: str) -> models.Model:
+    """The model of a pasted config.json, read once per text however often the panel redraws."""
+    if not config.strip():
+        raise ValueError("paste a model's config.json into the config.json box (or pick a preset)")
+    return models.from_config(config, name="pasted config")
 
 
 #: GPUs whose memory sizes mark the training bar: 24, 48, 80, 141 and 192 GB.
