@@ -87,7 +87,7 @@ def test_decode_is_memory_bound_at_batch_1():
 
 def test_llama33_70b_fp8_decode_on_two_h100():
     """NVIDIA NIM 1.8.0: Llama 3.3 70B FP8, TP2 on H100, 18.58 ms per token at concurrency 1 (5000-token prompt)."""
-    tps = compute.decode_throughput("llama-3-70b", "H100", n_gpus=2, context_len=5250, weight_dtype="fp8", kv_dtype="fp8")
+    tps = compute.decode_throughput("llama-3-70b", "H100", tp=2, context_len=5250, weight_dtype="fp8", kv_dtype="fp8")
     assert tps.contains(1 / 18.58e-3)
 
 
@@ -97,7 +97,7 @@ def test_llama33_70b_fp8_decode_on_two_h100():
     ("llama-3-70b", "H100", 2, 5000, "fp8", 406.77)])
 def test_prefill_band_holds_published_first_token_latency(model, gpu, n, prompt, dtype, ms):
     """TensorRT-LLM v0.5 first-token latency (batch 1) and NVIDIA NIM 1.8.0 time to first token."""
-    assert compute.prefill_time(model, gpu, prompt, n_gpus=n, weight_dtype=dtype).contains(ms / 1000)
+    assert compute.prefill_time(model, gpu, prompt, tp=n, weight_dtype=dtype).contains(ms / 1000)
 
 
 @settings(max_examples=100, deadline=None)
@@ -135,7 +135,7 @@ def test_inference_estimates_out_of_sample():
 def test_tensor_parallel_decoding_pays_per_token_all_reduces():
     """gpt-fast: Llama 2 70B on 8 A100 decodes at 62.5 tokens/s, not the 80+ that bandwidth alone allows."""
     a100 = gpus.get("A100 80GB")
-    with_comm = compute.decode_throughput("llama-2-70b", a100, n_gpus=8, context_len=200)
+    with_comm = compute.decode_throughput("llama-2-70b", a100, tp=8, context_len=200)
     comm_time = compute.tensor_parallel_time("llama-2-70b", a100, 8, 1)
     assert comm_time.expected == pytest.approx(160 * (8.6e-6 + 14 * 0.75e-6), rel=0.05)
     assert with_comm.contains(62.5)

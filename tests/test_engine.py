@@ -13,7 +13,7 @@ def test_llama3_70b_fp8_on_two_l40s_by_hand():
     stay 16-bit), the activations of an 2,048-token profile pass with 256 rows of logits, and the
     CUDA context leave the KV cache, in 16-token blocks of 80 layers x 4 KV heads x 128 x 2 bytes."""
     m, l40s = models.get("llama-3-70b"), gpus.get("L40S")
-    b = engine.budget(m, l40s, n_gpus=2, max_model_len=32768, weight_dtype="fp8")
+    b = engine.budget(m, l40s, tp=2, max_model_len=32768, weight_dtype="fp8")
     weights = memory.quantized_weight_bytes(m, "fp8") / 2
     activations = 2048 * (4 * 8192 + 2 * 28672) * 2 / 2 + 256 * 128256 * 4
     cache = 48 * GiB * 0.9 - weights - activations - memory.RUNTIME_OVERHEAD
@@ -25,13 +25,13 @@ def test_llama3_70b_fp8_on_two_l40s_by_hand():
 
 
 def test_refusal_reads_like_vllms_and_names_what_would_start():
-    b = engine.budget("llama-3-70b", "L40S", n_gpus=2, max_model_len=131072, weight_dtype="fp8")
+    b = engine.budget("llama-3-70b", "L40S", tp=2, max_model_len=131072, weight_dtype="fp8")
     assert not b.starts
     assert b.message.startswith("To serve at least one request with the model's max seq len (131,072)")
-    assert engine.budget("llama-3-70b", "L40S", n_gpus=2, max_model_len=b.longest_max_model_len, weight_dtype="fp8").starts
-    assert not engine.budget("llama-3-70b", "L40S", n_gpus=2, max_model_len=b.longest_max_model_len + 1,
+    assert engine.budget("llama-3-70b", "L40S", tp=2, max_model_len=b.longest_max_model_len, weight_dtype="fp8").starts
+    assert not engine.budget("llama-3-70b", "L40S", tp=2, max_model_len=b.longest_max_model_len + 1,
                              weight_dtype="fp8").starts
-    none = engine.budget("llama-3-70b", "H100", n_gpus=1)
+    none = engine.budget("llama-3-70b", "H100", tp=1)
     assert none.kv_tokens == 0 and not none.starts and none.message.startswith("no memory for the KV cache")
 
 
@@ -49,7 +49,7 @@ def test_large_gpus_profile_a_larger_batch():
        tp=st.sampled_from([1, 2, 4, 8]), length=st.integers(1, 200_000), more=st.integers(1, 100_000),
        util=st.floats(0.5, 0.98), dtype=st.sampled_from(["bf16", "fp8", "int4"]))
 def test_more_memory_never_hurts_and_longer_never_starts_where_shorter_fails(model, gpu, tp, length, more, util, dtype):
-    kw = dict(n_gpus=tp, weight_dtype=dtype)
+    kw = dict(tp=tp, weight_dtype=dtype)
     b = engine.budget(model, gpu, max_model_len=length, gpu_memory_utilization=util, **kw)
     longer = engine.budget(model, gpu, max_model_len=length + more, gpu_memory_utilization=util, **kw)
     assert not longer.starts or b.starts
@@ -59,7 +59,7 @@ def test_more_memory_never_hurts_and_longer_never_starts_where_shorter_fails(mod
 
 @pytest.mark.parametrize("kwargs,match", [
     (dict(max_model_len=0), "max_model_len"), (dict(gpu_memory_utilization=1.5), "gpu_memory_utilization"),
-    (dict(n_gpus=3), "n_gpus"), (dict(weight_dtype="q4"), "weight_dtype"), (dict(kv_dtype="int4"), "kv_dtype"),
+    (dict(tp=3), "tp"), (dict(weight_dtype="q4"), "weight_dtype"), (dict(kv_dtype="int4"), "kv_dtype"),
     (dict(max_num_seqs=0), "max_num_seqs"),
 ])
 def test_bad_input_is_refused_by_name(kwargs, match):

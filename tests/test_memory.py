@@ -249,7 +249,7 @@ def test_inference_rejects_bad_arguments():
 # --- properties --------------------------------------------------------------------------------
 
 PRESETS = st.sampled_from(["gpt2-xl", "llama-2-7b", "llama-2-70b", "mixtral-8x7b", "falcon-40b"])
-TRAIN = dict(dtype=st.sampled_from(memory.TRAIN_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
+TRAIN = dict(dtype=st.sampled_from(memory.TRAINING_STATE_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
              method=st.sampled_from(memory.METHODS), recompute=st.sampled_from(memory.RECOMPUTE),
              zero_stage=st.sampled_from(memory.ZERO_STAGES), dp=st.integers(1, 512),
              micro_batch_size=st.integers(1, 32), seq_len=st.integers(1, 32768))

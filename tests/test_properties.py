@@ -91,7 +91,7 @@ def clean_or_named_error(f, case):
 # --- any input: a clean result or a ValueError naming the bad argument ---------------------------
 
 @FAST
-@given(spoiled(dict(model=MODEL, dtype=st.sampled_from(memory.TRAIN_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
+@given(spoiled(dict(model=MODEL, dtype=st.sampled_from(memory.TRAINING_STATE_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
                     micro_batch_size=st.integers(1, 64), seq_len=st.integers(1, 65536),
                     recompute=st.sampled_from(memory.RECOMPUTE), zero_stage=st.sampled_from([0, 1]),
                     dp=st.integers(1, 4096), tp=TP, pp=st.sampled_from([1, 2, 4]),
@@ -120,7 +120,7 @@ def test_training_time_is_clean_or_rejected(case):
 
 
 @FAST
-@given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), n_gpus=TP, batch_size=st.integers(1, 512),
+@given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), tp=TP, batch_size=st.integers(1, 512),
                     context_len=st.integers(1, 10**6), weight_dtype=st.sampled_from(memory.WEIGHT_DTYPES),
                     kv_dtype=st.sampled_from(memory.KV_DTYPES))))
 def test_decode_throughput_is_clean_or_rejected(case):
@@ -128,7 +128,7 @@ def test_decode_throughput_is_clean_or_rejected(case):
 
 
 @FAST
-@given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), prompt_len=st.integers(1, 10**6), n_gpus=TP,
+@given(spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), prompt_len=st.integers(1, 10**6), tp=TP,
                     batch_size=st.integers(1, 512), weight_dtype=st.sampled_from(memory.WEIGHT_DTYPES))))
 def test_prefill_time_is_clean_or_rejected(case):
     clean_or_named_error(compute.prefill_time, case)
@@ -182,7 +182,7 @@ def test_grad_scaler_trace_is_clean_or_rejected(case):
 @settings(max_examples=25, deadline=None)
 @given(spoiled(dict(model=MODEL, tokens=st.floats(1e6, 1e15), n_gpus=st.integers(1, 10**4), wait_months=st.floats(0, 60),
                     later_price=st.floats(0.01, 100))),
-       spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), n_gpus=TP, weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]),
+       spoiled(dict(model=MODEL, gpu=st.sampled_from(GPUS), tp=TP, weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]),
                     batch_size=st.integers(1, 256), context_len=st.integers(1, 131072))))
 def test_comparisons_are_clean_or_rejected(wait, serve):
     clean_or_named_error(trends.wait_or_start, wait)
@@ -240,7 +240,7 @@ def test_trends_and_claims_are_clean_or_rejected(names, claim_id):
 
 # --- physics: what must grow and what must fall --------------------------------------------------
 
-TRAIN = dict(dtype=st.sampled_from(memory.TRAIN_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
+TRAIN = dict(dtype=st.sampled_from(memory.TRAINING_STATE_DTYPES), optimizer=st.sampled_from(memory.OPTIMIZERS),
              method=st.sampled_from(memory.METHODS), recompute=st.sampled_from(memory.RECOMPUTE),
              zero_stage=st.sampled_from(memory.ZERO_STAGES), dp=st.integers(1, 512))
 
@@ -385,15 +385,15 @@ def test_multinode_allreduce_time_grows_with_message_size(n_bytes, extra, n_node
 
 
 @FAST
-@given(model=st.sampled_from(PRESETS), gpu=st.sampled_from(GPUS), n_gpus=st.sampled_from([1, 2, 4, 8]),
+@given(model=st.sampled_from(PRESETS), gpu=st.sampled_from(GPUS), tp=st.sampled_from([1, 2, 4, 8]),
        batch_size=st.integers(1, 64), context_len=st.integers(1, 65536), extra=st.integers(1, 65536),
        weight_dtype=st.sampled_from(["bf16", "fp16", "int8", "int4", "fp8"]))
-def test_decode_throughput_per_sequence_falls_with_context(model, gpu, n_gpus, batch_size, context_len, extra,
+def test_decode_throughput_per_sequence_falls_with_context(model, gpu, tp, batch_size, context_len, extra,
                                                            weight_dtype):
-    kw = dict(n_gpus=n_gpus, batch_size=batch_size, weight_dtype=weight_dtype)
+    kw = dict(tp=tp, batch_size=batch_size, weight_dtype=weight_dtype)
     try:
         short = compute.decode_throughput(model, gpu, context_len=context_len, **kw)
-    except ValueError:  # n_gpus does not split this model
+    except ValueError:  # tp does not split this model
         assume(False)
     long = compute.decode_throughput(model, gpu, context_len=context_len + extra, **kw)
     for end in ("low", "expected", "high"):
@@ -439,7 +439,7 @@ SERVE_MODEL = st.one_of(st.sampled_from(["llama-3-8b", "llama-2-70b", "mixtral-8
 @given(spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(GPUS), requests_per_s=st.floats(1e-3, 1e4),
                     prompt_len=st.integers(1, 65536), output_len=st.integers(1, 8192), ttft_s=st.floats(1e-3, 100),
                     tpot_s=st.floats(1e-4, 1), tp=TP, weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]))),
-       spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(GPUS), n_gpus=TP, max_model_len=st.integers(1, 10**6),
+       spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(GPUS), tp=TP, max_model_len=st.integers(1, 10**6),
                     weight_dtype=st.sampled_from(["bf16", "fp8", "int4"]), gpu_memory_utilization=st.floats(0.05, 1))))
 def test_traffic_plans_and_engine_budgets_are_clean_or_rejected(plan, start):
     clean_or_named_error(traffic.plan, plan)
@@ -447,7 +447,7 @@ def test_traffic_plans_and_engine_budgets_are_clean_or_rejected(plan, start):
 
 
 @settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(PRICED), n_gpus=TP, prompt_len=st.integers(1, 32768),
+@given(spoiled(dict(model=SERVE_MODEL, gpu=st.sampled_from(PRICED), tp=TP, prompt_len=st.integers(1, 32768),
                     output_len=st.integers(1, 4096), weight_dtype=st.sampled_from(["bf16", "fp8"]),
                     price_per_gpu_hour=st.floats(0.05, 100))))
 def test_serving_cost_curves_are_clean_or_rejected(case):
@@ -464,7 +464,7 @@ def test_serving_cost_curves_are_clean_or_rejected(case):
 def test_closed_loop_first_token_never_comes_sooner_with_more_clients(model, gpu, prompt_len, output_len, clients, more,
                                                                     token_budget):
     """More clients starting together never bring the first token, or the next ones, sooner."""
-    r = traffic.replica(model, gpu, n_gpus=2, prompt_len=prompt_len, output_len=output_len, weight_dtype="fp8")
+    r = traffic.replica(model, gpu, tp=2, prompt_len=prompt_len, output_len=output_len, weight_dtype="fp8")
     few, many = traffic.closed_loop(r, clients, token_budget=token_budget), \
         traffic.closed_loop(r, clients + more, token_budget=token_budget)
     assert many.time_to_first_token >= few.time_to_first_token * (1 - 1e-12)

@@ -124,7 +124,7 @@ def test_the_fitted_parameters_are_physical():
 def test_batching_never_lowers_throughput_and_every_term_is_non_negative(model, gpu, tp, batch, extra, context, dtype):
     """Weights are read once per step whatever the batch, so tokens per second of all sequences
     never fall as the batch grows (MoE reads more experts, but fewer than the batch grows)."""
-    kw = dict(n_gpus=tp, context_len=context, weight_dtype=dtype)
+    kw = dict(tp=tp, context_len=context, weight_dtype=dtype)
     small = serving.decode_seconds(model, gpu, batch_size=batch, **kw)
     large = serving.decode_seconds(model, gpu, batch_size=batch + extra, **kw)
     assert (batch + extra) / large["total"] >= batch / small["total"] * (1 - 1e-9)
@@ -150,13 +150,13 @@ def test_bad_input_is_refused_by_name(call, match):
 def test_chunked_prefill_does_the_same_flops_in_more_steps():
     """A 5,000-token prompt in chunks of 2,048: three steps (2,048, 2,048, 904 tokens) whose FLOPs add up
     to the whole prompt's, each reading the weights again, so the prefill takes a little longer."""
-    whole = serving.prefill_steps("llama-3-8b", "H100", 5000, n_gpus=2)
-    chunked = serving.prefill_steps("llama-3-8b", "H100", 5000, n_gpus=2, chunk_tokens=2048)
+    whole = serving.prefill_steps("llama-3-8b", "H100", 5000, tp=2)
+    chunked = serving.prefill_steps("llama-3-8b", "H100", 5000, tp=2, chunk_tokens=2048)
     assert len(chunked.flops) == 3 and chunked.flops.sum() == pytest.approx(whole.flops.sum())
     assert chunked.weight_bytes.sum() == pytest.approx(3 * whole.weight_bytes.sum())
     assert chunked.tensor_parallel[-1] < chunked.tensor_parallel[0]
-    t = serving.prefill_seconds("llama-3-8b", "H100", 5000, n_gpus=2)["total"]
-    assert serving.prefill_seconds("llama-3-8b", "H100", 5000, n_gpus=2, chunk_tokens=2048)["total"] > t
-    assert serving.prefill_seconds("llama-3-8b", "H100", 5000, n_gpus=2, chunk_tokens=8192)["total"] == pytest.approx(t)
+    t = serving.prefill_seconds("llama-3-8b", "H100", 5000, tp=2)["total"]
+    assert serving.prefill_seconds("llama-3-8b", "H100", 5000, tp=2, chunk_tokens=2048)["total"] > t
+    assert serving.prefill_seconds("llama-3-8b", "H100", 5000, tp=2, chunk_tokens=8192)["total"] == pytest.approx(t)
     with pytest.raises(ValueError, match="chunk_tokens"):
         serving.prefill_steps("llama-3-8b", "H100", 5000, chunk_tokens=0)

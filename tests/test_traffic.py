@@ -43,7 +43,7 @@ def test_steady_state_by_hand():
 
 
 def test_each_limit_is_where_its_constraint_is_met_exactly():
-    r = traffic.replica("llama-3-70b", "H100", n_gpus=2, prompt_len=2048, output_len=512, weight_dtype="fp8")
+    r = traffic.replica("llama-3-70b", "H100", tp=2, prompt_len=2048, output_len=512, weight_dtype="fp8")
     caps = traffic.limits(r, ttft_s=1.5, tpot_s=0.04)
     assert traffic.load(r, caps["time per token"]).time_per_token == pytest.approx(0.04)
     assert traffic.load(r, caps["time to first token"]).time_to_first_token == pytest.approx(1.5)
@@ -137,7 +137,7 @@ def test_closed_loop_is_the_first_wave_of_prompts():
     """Clients started together: one client gets one iteration's prefill and batch-1 decode steps;
     with a budget of one prompt per iteration, two clients form two cohorts (hand calculation); the
     output tokens over the wave's duration are clients x output tokens."""
-    r = traffic.replica("llama-3-8b", "A100 80GB", n_gpus=2, prompt_len=200, output_len=1000, weight_dtype="fp16")
+    r = traffic.replica("llama-3-8b", "A100 80GB", tp=2, prompt_len=200, output_len=1000, weight_dtype="fp16")
     a, alpha, beta, p, o = r.fixed, r.per_sequence, r.per_prompt_token * 200, 200, 1000
     one = traffic.closed_loop(r, 1)
     assert one.time_to_first_token == pytest.approx(a + beta)

@@ -168,7 +168,7 @@ def test_serving_panel():
     assert panel.result["bound"] == "compute"
     panel.set(model="llama-2-70b", batch_size=1)
     assert not panel.result["fits"] and "H100-SXM5-80GB" in set(panel.table.loc[~panel.table["fits"], "GPU"])
-    panel.set(model="gpt2-xl", n_gpus=2)
+    panel.set(model="gpt2-xl", tp=2)
     assert panel.result is None and "must divide" in panel.message
 
 
@@ -291,7 +291,7 @@ def test_engine_start_panel():
     """Llama 3 70B in FP8 on 2 L40S starts at 32k context, not at 128k; raising the utilisation adds cache."""
     from helpers import engine
     panel = widgets.engine_start()
-    assert panel.result == engine.budget("llama-3-70b", "L40S-48GB", n_gpus=2, max_model_len=32768, weight_dtype="fp8")
+    assert panel.result == engine.budget("llama-3-70b", "L40S-48GB", tp=2, max_model_len=32768, weight_dtype="fp8")
     assert panel.result.starts and "starts" in panel.figure.axes[0].get_title()
     panel.set(max_model_len=131072)
     assert not panel.result.starts and "does not start" in panel.figure.axes[0].get_title()

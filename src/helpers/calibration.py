@@ -262,7 +262,7 @@ SERVING_BOUNDS = {"bandwidth_fraction": (0.3, 1.0), "overlap": (0.0, 1.0), "laye
 
 
 def _serving_steps(row: pd.Series) -> tuple[serving.Steps, ...]:
-    kw = dict(n_gpus=int(row["n_gpus"]), batch_size=int(row["batch_size"]), weight_dtype=row["weight_dtype"],
+    kw = dict(tp=int(row["n_gpus"]), batch_size=int(row["batch_size"]), weight_dtype=row["weight_dtype"],
               kv_dtype=row["kv_dtype"])
     prompt, context = int(row["prompt_len"]), int(row["context_len"])
     grouped = bool(row["grouped_kv_kernel"])

@@ -2,10 +2,10 @@
 
 import pandas as pd
 
-from . import compute, gpus, memory, planner, roofline
+from . import compute, formats, gpus, memory, planner, roofline
 from .estimate import Estimate
 from .models import Model
-from .units import DAY, HOUR, check_dtype, check_positive
+from .units import DAY, HOUR, check_dtype, check_positive, renamed_keywords
 
 
 def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, dtype: str = "bf16",
@@ -15,7 +15,7 @@ def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, 
     fits and its scaling efficiency. GPUs whose layouts cannot use that many at the model's batch are left out."""
     m = memory.as_model(model)
     check_positive("n_gpus", n_gpus, integer=True)
-    check_dtype(dtype, compute.TRAINING_DTYPES)
+    check_dtype(dtype, formats.names("training"))
     rows = []
     for g in map(gpus.get, gpus.names()):
         if not g.supports(dtype):
@@ -31,30 +31,32 @@ def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, 
     return pd.DataFrame(rows)
 
 
-def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, n_gpus: int = 1, weight_dtype: str = "bf16",
+@renamed_keywords(n_gpus="tp")
+def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp: int = 1, weight_dtype: str = "bf16",
                      batch_size: int = 1, context_len: int = 2048) -> dict:
     """Tokens/s of all sequences, time per output token, time to first token (a ``context_len``
     prompt), the roof that binds decoding, and whether the model fits."""
     g, m = gpus.get(gpu), memory.as_model(model)
     kv = memory.serving_kv_dtype(weight_dtype)
-    tps = compute.decode_throughput(m, g, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
+    tps = compute.decode_throughput(m, g, tp=tp, batch_size=batch_size, context_len=context_len,
                                     weight_dtype=weight_dtype, kv_dtype=kv)
-    ttft = compute.prefill_time(m, g, context_len, n_gpus=n_gpus, weight_dtype=weight_dtype)
+    ttft = compute.prefill_time(m, g, context_len, tp=tp, weight_dtype=weight_dtype)
     intensity = roofline.decode_intensity(m, batch_size, context_len, weight_dtype, kv)
     need = memory.inference(m, weight_dtype=weight_dtype, kv_dtype=kv, batch_size=batch_size,
-                            context_len=context_len, tp=n_gpus)
+                            context_len=context_len, tp=tp)
     return {"tokens/s": tps, "time per output token (s)": tps.map(lambda v: batch_size / v),
             "time to first token (s)": ttft,
             "bound": roofline.bound(g, compute.compute_dtype(g, weight_dtype), intensity),
             "memory per GPU (GB)": need.total / 1e9, "fits": memory.fits(need, g)}
 
 
-def serving_table(model: "Model | str | float", *, n_gpus: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
+@renamed_keywords(n_gpus="tp")
+def serving_table(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
                   context_len: int = 2048) -> pd.DataFrame:
     """:func:`serving_estimate` for every GPU of the catalog."""
     rows = []
     for name in gpus.names():
-        e = serving_estimate(model, name, n_gpus=n_gpus, weight_dtype=weight_dtype, batch_size=batch_size,
+        e = serving_estimate(model, name, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size,
                              context_len=context_len)
         tps, tpot, ttft = e["tokens/s"], e["time per output token (s)"], e["time to first token (s)"]
         rows.append({"GPU": name, "tokens/s low": tps.low, "tokens/s": tps.expected, "tokens/s high": tps.high,

@@ -17,11 +17,13 @@ from .serving import compute_dtype, tensor_parallel_time  # noqa: F401 (public n
 from .flops import CHINCHILLA_TOKENS_PER_PARAM, RECOMPUTE_FACTOR, flops_per_token, training_flops  # noqa: F401 (public names)
 from .memory import as_model, check_split, inference, serving_kv_dtype
 from .models import Model
-from .units import check_choice, check_dtype, check_positive, check_result
+from .units import check_choice, check_dtype, check_positive, check_result, renamed_keywords
 
-#: Compute dtypes of training (:func:`formats.names`, role "training"): those of
-#: :data:`memory.TRAIN_DTYPES`, plus FP8 (Transformer Engine).
-TRAINING_DTYPES = formats.names("training")
+#: ``TRAINING_COMPUTE_DTYPES``: the compute formats of training (:func:`formats.names`, role
+#: "training", read on first use): those of ``memory.TRAINING_STATE_DTYPES`` plus FP8 (Transformer
+#: Engine). Old name ``TRAINING_DTYPES``.
+__getattr__ = formats.lazy_constants(__name__, {"TRAINING_COMPUTE_DTYPES": lambda: formats.names("training")},
+                                     renamed={"TRAINING_DTYPES": "TRAINING_COMPUTE_DTYPES"})
 
 
 @cache
@@ -114,15 +116,16 @@ def run_time(plan: "planner.Plan", tokens: float, *, goodput: "float | Estimate 
     return Estimate(expected * exp(-down), expected, expected * exp(up))
 
 
+@renamed_keywords(n_gpus="tp")
 def decode_step(model: "Model | str | float", *, batch_size: int = 1, context_len: int = 1024,
-                weight_dtype: str = "bf16", kv_dtype: str = "bf16", n_gpus: int = 1) -> tuple[float, float]:
+                weight_dtype: str = "bf16", kv_dtype: str = "bf16", tp: int = 1) -> tuple[float, float]:
     """(FLOPs, bytes read) per GPU for one decoding step of ``batch_size`` sequences: every step
     reads all weights and each sequence's KV cache, and does 2N + 4*L*s*d FLOPs per sequence."""
     m = as_model(model)
-    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    check_split(m, tp, replicate_kv=True, name="tp")
     per_gpu = inference(m, weight_dtype=weight_dtype, kv_dtype=kv_dtype, batch_size=batch_size,
-                        context_len=context_len, tp=n_gpus)
-    flops = batch_size * flops_per_token(m, seq_len=context_len, training=False) / n_gpus
+                        context_len=context_len, tp=tp)
+    flops = batch_size * flops_per_token(m, seq_len=context_len, training=False) / tp
     return flops, per_gpu.weights + per_gpu.kv_cache
 
 
@@ -134,18 +137,20 @@ def _banded(seconds: dict[str, float]) -> Estimate:
     return Estimate(max(total * low, min(seconds["roofline"], total)), total, total * high)
 
 
-def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+@renamed_keywords(n_gpus="tp")
+def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, batch_size: int = 1,
                       context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> Estimate:
     """Generated tokens per second, all sequences together, in steady decoding: the batch over
     one engine step (:func:`serving.decode_seconds`: weights and KV cache read, compute, their
     partial overlap, a fixed cost per layer, tensor-parallel all-reduces), with the band of the
     step model's out-of-sample errors on published decoding speeds."""
-    step = serving.decode_seconds(model, gpu, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
+    step = serving.decode_seconds(model, gpu, tp=tp, batch_size=batch_size, context_len=context_len,
                                   weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     return _banded(step).map(lambda t: batch_size / t)
 
 
-def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, n_gpus: int = 1,
+@renamed_keywords(n_gpus="tp")
+def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, tp: int = 1,
                  batch_size: int = 1, weight_dtype: str = "bf16", dtype: str | None = None) -> Estimate:
     """Seconds to process a prompt (time to first token, without queueing): one prefill step
     (:func:`serving.prefill_seconds`) of ``weight_dtype`` weights, with the band of its
@@ -155,6 +160,6 @@ def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int
         warnings.warn("prefill_time(dtype=...) is now weight_dtype=...", DeprecationWarning, stacklevel=2)
         weight_dtype = dtype
     check_dtype(weight_dtype, name="weight_dtype")
-    seconds = serving.prefill_seconds(model, gpu, prompt_len, n_gpus=n_gpus, batch_size=batch_size,
+    seconds = serving.prefill_seconds(model, gpu, prompt_len, tp=tp, batch_size=batch_size,
                                       weight_dtype=weight_dtype, kv_dtype=serving_kv_dtype(weight_dtype))
     return _banded(seconds)

@@ -16,7 +16,7 @@ from . import _data, compute, gpus, memory, traffic
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
-from .units import HOUR, check_positive, check_range, check_result
+from .units import HOUR, check_positive, check_range, check_result, renamed_keywords
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
 #: A row of this kind, without a price, says where a GPU was looked for and found not for rent.
@@ -184,16 +184,17 @@ def training_cost(model: "Model | str | float", tokens: float, gpu: "GPU | str",
     return Estimate(gpu_hours.low * rate.low, gpu_hours.expected * rate.expected, gpu_hours.high * rate.high)
 
 
-def serving_cost_per_million_tokens(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1,
+@renamed_keywords(n_gpus="tp")
+def serving_cost_per_million_tokens(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1,
                                     batch_size: int = 1, context_len: int = 2048, weight_dtype: str = "bf16",
                                     pricing: str = "on_demand", price_per_gpu_hour: float | None = None) -> Estimate:
     """US dollars per million generated tokens at steady decoding (:func:`compute.decode_throughput`)."""
     kv = memory.serving_kv_dtype(weight_dtype)
-    tps = compute.decode_throughput(model, gpu, n_gpus=n_gpus, batch_size=batch_size, context_len=context_len,
+    tps = compute.decode_throughput(model, gpu, tp=tp, batch_size=batch_size, context_len=context_len,
                                     weight_dtype=weight_dtype, kv_dtype=kv)
     rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour)
-    per_token = Estimate(rate.low * n_gpus / (tps.high * HOUR), rate.expected * n_gpus / (tps.expected * HOUR),
-                         rate.high * n_gpus / (tps.low * HOUR))
+    per_token = Estimate(rate.low * tp / (tps.high * HOUR), rate.expected * tp / (tps.expected * HOUR),
+                         rate.high * tp / (tps.low * HOUR))
     return per_token * 1e6
 
 
@@ -201,16 +202,17 @@ def serving_cost_per_million_tokens(model: "Model | str | float", gpu: "GPU | st
 UTILIZATIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
-def serving_cost_curve(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, prompt_len: int = 1024,
+@renamed_keywords(n_gpus="tp")
+def serving_cost_curve(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
                        output_len: int = 256, weight_dtype: str = "bf16", pricing: str = "on_demand",
                        price_per_gpu_hour: float | None = None,
                        utilizations: tuple[float, ...] = UTILIZATIONS) -> pd.DataFrame:
-    """US dollars per million input and output tokens of one replica (``n_gpus`` of tensor
+    """US dollars per million input and output tokens of one replica (``tp`` of tensor
     parallelism) as its utilisation falls: the rate is paid whether or not requests come, so the
     price per token grows as 1 / utilisation (:mod:`traffic`: utilisation = requests/s x GPU-seconds
     per request). With each point the requests/s, time per token and time to first token (M/D/1)."""
-    r = traffic.replica(model, gpu, n_gpus=n_gpus, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
-    rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour).expected * n_gpus
+    r = traffic.replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
+    rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour).expected * tp
     rows = []
     for i, u in enumerate(utilizations):
         check_range(f"utilizations[{i}]", u, 0, 1, low_open=True, high_open=True)

@@ -23,15 +23,16 @@ The budget follows vLLM's V1 engine as of v0.8 (vllm/v1/worker/gpu_worker.py,
 Other engines (TensorRT-LLM, SGLang, TGI) budget alike with other defaults; pass them as arguments.
 """
 
+import warnings
 from dataclasses import dataclass
 from math import ceil
 
-from . import gpus
+from . import formats, gpus
 from .gpus import GPU
-from .memory import (KV_DTYPES, WEIGHT_DTYPES, RUNTIME_OVERHEAD, as_model, check_split, inference_workspace,
+from .memory import (RUNTIME_OVERHEAD, as_model, check_split, inference_workspace,
                      kv_cache_per_token, kv_share, quantized_weight_bytes, serving_kv_dtype)
 from .models import Model
-from .units import GiB, check_dtype, check_positive, check_range
+from .units import GiB, check_dtype, check_positive, check_range, renamed_keywords
 
 ENGINE = "vLLM V1 (v0.8 memory profiling, OpenAI server defaults)"
 GPU_MEMORY_UTILIZATION = 0.9
@@ -50,7 +51,7 @@ class EngineBudget:
     """Bytes per GPU of a serving engine at start-up, and whether it starts."""
 
     gpu: str
-    n_gpus: int
+    tp: int
     max_model_len: int
     budget: float
     weights: float
@@ -60,6 +61,12 @@ class EngineBudget:
     kv_tokens: int
     cuda_graphs: float
     slack: float
+
+    @property
+    def n_gpus(self) -> int:
+        """The old name of :attr:`tp`, kept for one release."""
+        warnings.warn("EngineBudget.n_gpus is now EngineBudget.tp", DeprecationWarning, stacklevel=2)
+        return self.tp
 
     @property
     def starts(self) -> bool:
@@ -100,18 +107,19 @@ class EngineBudget:
                 f"per request: {self.max_concurrency:.2f}x{graphs}")
 
 
-def budget(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, max_model_len: int | None = None,
+@renamed_keywords(n_gpus="tp")
+def budget(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, max_model_len: int | None = None,
            weight_dtype: str = "bf16", kv_dtype: str | None = None,
            gpu_memory_utilization: float = GPU_MEMORY_UTILIZATION, max_num_batched_tokens: int | None = None,
            max_num_seqs: int | None = None) -> EngineBudget:
-    """The engine's memory at start-up on ``n_gpus`` GPUs of tensor parallelism (see the module
+    """The engine's memory at start-up on ``tp`` GPUs of tensor parallelism (see the module
     docstring); ``max_model_len`` defaults to the model's context length, ``kv_dtype`` to the
     weights' serving format, the batch limits to vLLM's defaults for the GPU."""
     m, g = as_model(model), gpus.get(gpu)
-    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
-    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
+    check_split(m, tp, replicate_kv=True, name="tp")
+    check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     kv = kv_dtype or serving_kv_dtype(weight_dtype)
-    check_dtype(kv, KV_DTYPES, "kv_dtype")
+    check_dtype(kv, formats.names("kv_cache"), "kv_dtype")
     length = m.context_len if max_model_len is None else max_model_len
     check_positive("max_model_len", length, integer=True)
     check_range("gpu_memory_utilization", gpu_memory_utilization, 0, 1, low_open=True)
@@ -121,12 +129,12 @@ def budget(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, m
     check_positive("max_num_batched_tokens", tokens, integer=True)
     check_positive("max_num_seqs", seqs, integer=True)
     allowed = g.memory_bytes * gpu_memory_utilization
-    weights = quantized_weight_bytes(m, weight_dtype) / n_gpus
-    activations = inference_workspace(m, tokens, min(seqs, tokens), n_gpus)
+    weights = quantized_weight_bytes(m, weight_dtype) / tp
+    activations = inference_workspace(m, tokens, min(seqs, tokens), tp)
     cache = allowed - weights - activations - RUNTIME_OVERHEAD
-    per_token = kv_cache_per_token(m, kv) * kv_share(m, n_gpus)
+    per_token = kv_cache_per_token(m, kv) * kv_share(m, tp)
     blocks = max(0, int(cache // (BLOCK_SIZE * per_token)))
-    return EngineBudget(gpu=g.name, n_gpus=n_gpus, max_model_len=length, budget=allowed, weights=weights,
+    return EngineBudget(gpu=g.name, tp=tp, max_model_len=length, budget=allowed, weights=weights,
                         activations=activations, non_torch=RUNTIME_OVERHEAD, kv_cache=max(cache, 0.0),
                         kv_tokens=blocks * BLOCK_SIZE, cuda_graphs=CUDA_GRAPH_BYTES,
                         slack=g.memory_bytes - allowed)

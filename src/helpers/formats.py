@@ -9,6 +9,8 @@ GPU has that tensor-core rate (FP8 on Hopper, FP4 on Blackwell); elsewhere it is
 is empty, read as it is.
 """
 
+import warnings
+from collections.abc import Callable
 from functools import cache
 
 import pandas as pd
@@ -57,3 +59,21 @@ def dequantized_as(dtype: str) -> str:
 @cache
 def _column(name: str) -> dict[str, str]:
     return _table()[name].to_dict()
+
+
+def lazy_constants(module: str, constants: dict[str, Callable[[], object]],
+                   renamed: dict[str, str] | None = None) -> Callable[[str], object]:
+    """A module ``__getattr__`` (PEP 562) that computes ``constants`` from the data files on first
+    use, so that importing a module reads nothing, and answers the old names in ``renamed`` (old ->
+    new) with a DeprecationWarning for one release."""
+    renamed = renamed or {}
+
+    def __getattr__(name: str) -> object:
+        if name in renamed:
+            warnings.warn(f"{module}.{name} is now {module}.{renamed[name]}", DeprecationWarning, stacklevel=2)
+            name = renamed[name]
+        if name in constants:
+            return constants[name]()
+        raise AttributeError(f"module {module!r} has no attribute {name!r}")
+
+    return __getattr__

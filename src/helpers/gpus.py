@@ -13,9 +13,9 @@ import pandas as pd
 from . import _data, _lookup, formats
 from .units import GB, GiB, TFLOPS, argument, check_bool, check_dtype, check_list
 
-#: dtypes with a peak rate in the catalog (:func:`formats.names`, role "tensor_core"; int8 in TOPS,
-#: the rest in TFLOP/s).
-COMPUTE_DTYPES = formats.names("tensor_core")
+#: ``COMPUTE_DTYPES``: dtypes with a peak rate in the catalog (:func:`formats.names`, role
+#: "tensor_core", read on first use; int8 in TOPS, the rest in TFLOP/s).
+__getattr__ = formats.lazy_constants(__name__, {"COMPUTE_DTYPES": lambda: formats.names("tensor_core")})
 
 
 def _rate_column(dtype: str, kind: str) -> str | None:
@@ -77,7 +77,7 @@ def _text(value: object) -> str:
 
 def _from_row(row: pd.Series) -> GPU:
     def rates(kind: str) -> tuple[tuple[str, float], ...]:
-        columns = ((d, _rate_column(d, kind)) for d in COMPUTE_DTYPES)
+        columns = ((d, _rate_column(d, kind)) for d in formats.names("tensor_core"))
         return tuple((d, float(row[c]) * TFLOPS) for d, c in columns if c and not pd.isna(row[c]))
 
     return GPU(

@@ -22,22 +22,33 @@ import pandas as pd
 from . import formats, gpus, models
 from .gpus import GPU
 from .models import Model
-from .units import DTYPES, MiB, argument, check_bool, check_choice, check_dtype, check_list, check_positive, dtype_bytes  # noqa: F401 (DTYPES: public)
+from .units import MiB, argument, check_bool, check_choice, check_dtype, check_list, check_positive, dtype_bytes
 
 COMPONENTS = ("weights", "gradients", "optimizer", "activations", "kv_cache", "overhead")
-#: Formats inference weights may be stored in (:func:`formats.names`, role "weights").
-WEIGHT_DTYPES = formats.names("weights")
-#: Training compute formats whose memory this module counts; FP8 training is sized as BF16 (its
-#: master weights, optimizer states and most activations stay 16- or 32-bit).
-TRAIN_DTYPES = tuple(d for d in formats.names("training") if d != "fp8")
 OPTIMIZERS = ("adamw", "adam", "sgd", "adam8bit", "adafactor")
 RECOMPUTE = ("none", "selective", "full")
 METHODS = ("full", "lora", "qlora")
-KV_DTYPES = formats.names("kv_cache")
 ZERO_STAGES = (0, 1, 2, 3)
 #: What DeepSpeed keeps in host memory: nothing, the optimizer (``offload_optimizer``), or the
 #: optimizer and the weights (``offload_param``, ZeRO-3 only).
 OFFLOADS = ("none", "optimizer", "parameters")
+
+
+@cache
+def _state_dtypes() -> tuple[str, ...]:
+    return tuple(d for d in formats.names("training") if d != "fp8")
+
+
+#: Format lists, read from ``data/number_formats.csv`` on first use (:func:`formats.names`):
+#: ``WEIGHT_DTYPES``, the formats inference weights may be stored in (role "weights");
+#: ``KV_DTYPES``, those a KV cache may be stored in (role "kv_cache"); ``TRAINING_STATE_DTYPES``,
+#: the training formats whose memory this module counts (FP8 training is sized as BF16: its master
+#: weights, optimizer states and most activations stay 16- or 32-bit; old name ``TRAIN_DTYPES``);
+#: ``DTYPES``, every format with a role.
+__getattr__ = formats.lazy_constants(__name__, {
+    "DTYPES": formats.names, "WEIGHT_DTYPES": lambda: formats.names("weights"),
+    "KV_DTYPES": lambda: formats.names("kv_cache"), "TRAINING_STATE_DTYPES": _state_dtypes},
+    renamed={"TRAIN_DTYPES": "TRAINING_STATE_DTYPES"})
 #: DeepSpeed's ``stage3_max_live_parameters`` default: parameters resident per GPU before it releases
 #: gathered ones (DeepSpeed configuration JSON reference, ZeRO optimizations for FP16 training).
 MAX_LIVE_PARAMETERS = 1e9
@@ -191,7 +202,7 @@ def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
     head stay 16-bit, as bitsandbytes, GPTQ and AWQ leave them by default.
     """
     model = as_model(model)
-    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     size = dtype_bytes(weight_dtype)
     if size >= 2:
         return model.n_params * size
@@ -241,7 +252,7 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     """
     model = as_model(model)
     check_choice("recompute", recompute, RECOMPUTE)
-    check_dtype(dtype, TRAIN_DTYPES)
+    check_dtype(dtype, _state_dtypes())
     check_positive("micro_batch_size", micro_batch_size, integer=True)
     check_positive("seq_len", seq_len, integer=True)
     check_bool("flash_attention", flash_attention)
@@ -324,7 +335,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     Activations as :func:`activations`: FlashAttention and no dropout unless told otherwise.
     """
     m = as_model(model)
-    check_dtype(dtype, TRAIN_DTYPES)
+    check_dtype(dtype, _state_dtypes())
     check_choice("optimizer", optimizer, OPTIMIZERS)
     check_choice("method", method, METHODS)
     check_choice("zero_stage", zero_stage, ZERO_STAGES)
@@ -364,7 +375,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
 
 def serving_kv_dtype(weight_dtype: str) -> str:
     """The KV-cache format served with ``weight_dtype`` weights: FP8 beside FP8 weights, else BF16."""
-    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     return "fp8" if weight_dtype == "fp8" else "bf16"
 
 
@@ -377,7 +388,7 @@ def kv_cache_per_token(model: "Model | str | float", kv_dtype: str = "bf16") -> 
     800 KiB per token (Kwon et al. 2023, Sec. 3). Beyond a sliding window use :func:`kv_cache_bytes`.
     """
     m = as_model(model)
-    check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
+    check_dtype(kv_dtype, formats.names("kv_cache"), "kv_dtype")
     return m.n_layers * m.kv_values_per_layer * dtype_bytes(kv_dtype)
 
 
@@ -387,7 +398,7 @@ def kv_cache_bytes(model: "Model | str | float", context_len, kv_dtype: str = "b
     Llama 4's chunked layers likewise), :func:`kv_cache_per_token`'s values per layer and token.
     ``context_len`` may be a numpy array (unchecked then)."""
     m = as_model(model)
-    check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
+    check_dtype(kv_dtype, formats.names("kv_cache"), "kv_dtype")
     per_value = m.kv_values_per_layer * dtype_bytes(kv_dtype)
     if np.ndim(context_len) == 0:
         check_positive("context_len", context_len, integer=True)

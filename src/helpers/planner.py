@@ -25,7 +25,7 @@ from math import ceil
 import numpy as np
 import pandas as pd
 
-from . import _data, gpus, memory, steptime
+from . import _data, formats, gpus, memory, steptime
 from .flops import CHINCHILLA_TOKENS_PER_PARAM, flops_per_token
 from .gpus import GPU
 from .memory import as_model
@@ -111,7 +111,7 @@ def training_dtype(gpu: GPU, dtype: str | None = None) -> str:
     """``dtype`` if given (one of :data:`steptime.STEP_DTYPES`), else BF16, or FP16 on GPUs
     without it (V100, T4)."""
     if dtype is not None:
-        return check_dtype(dtype, steptime.STEP_DTYPES)
+        return check_dtype(dtype, formats.names("training"))
     return "bf16" if gpu.supports("bf16") else "fp16"
 
 

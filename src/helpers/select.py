@@ -67,7 +67,7 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, to
 
 
 def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
-    e = compare.serving_estimate(m, g, n_gpus=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
+    e = compare.serving_estimate(m, g, tp=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
     tps, rate = e["tokens/s"].expected, cost.price(g, "cloud_hour")
     return {"gpu": g.name, "n_gpus": tp, "settings": f"{dtype} weights, tensor parallel {tp}",
             "fits": e["fits"], "memory per GPU (GB)": e["memory per GPU (GB)"], "tokens/s": tps,
@@ -81,7 +81,7 @@ def _traffic_option(m: Model, g: gpus.GPU, tp: int, dtype: str, requests_per_s: 
                      tpot_s=tpot_s, tp=tp, weight_dtype=dtype, max_replicas=max(1, most // tp))
     settings = f"{dtype} weights, tensor parallel {tp}"
     if p is None:
-        r = traffic.replica(m, g, n_gpus=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=dtype)
+        r = traffic.replica(m, g, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=dtype)
         caps = traffic.limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
         binding = min(caps, key=caps.get)
         return {"gpu": g.name, "n_gpus": most, "settings": settings, "fits": r.max_batch > 0, "tokens/s": 0.0,

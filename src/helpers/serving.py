@@ -1,6 +1,6 @@
 """Decoding and prompt processing as inference engines run them, one engine step at a time.
 
-A step on each GPU of a tensor-parallel group of ``n_gpus`` takes, in seconds:
+A step on each GPU of a tensor-parallel group of ``tp`` GPUs takes, in seconds:
 
 - **memory**: every weight the batch uses and every sequence's KV cache, read once, at a fitted
   fraction of peak bandwidth. An MoE layer reads only the experts its tokens were routed to: for
@@ -43,10 +43,10 @@ import numpy as np
 from . import _data, comm, formats, gpus
 from .estimate import Estimate
 from .gpus import GPU
-from .memory import (KV_DTYPES, WEIGHT_DTYPES, as_model, check_split, kv_cache_per_token, kv_share,
+from .memory import (as_model, check_split, kv_cache_per_token, kv_share,
                      quantized_weight_bytes)
 from .models import Model
-from .units import check_bool, check_dtype, check_positive, check_result
+from .units import check_bool, check_dtype, check_positive, check_result, renamed_keywords
 
 #: Bytes of each activation element all-reduced between tensor-parallel GPUs.
 ACTIVATION_BYTES = 2
@@ -160,7 +160,7 @@ def compute_dtype(gpu: "GPU | str", dtype: str) -> str:
     format where the GPU has it (:func:`formats.computes_in`: FP8 on Hopper and later, FP4 for
     NVFP4 and MXFP4 on Blackwell), else BF16 (FP16 on GPUs without BF16), the weight-only formats
     dequantized to 16 bits on the way."""
-    check_dtype(dtype, WEIGHT_DTYPES)
+    check_dtype(dtype, formats.names("weights"))
     return _compute_dtype(gpus.get(gpu), dtype)
 
 
@@ -178,7 +178,7 @@ def serving_formats(gpu: "GPU | str") -> tuple[str, ...]:
     NVFP4 and MXFP4 on Blackwell), and the dequantizing families themselves (int8, int4)."""
     g = gpus.get(gpu)
     half = compute_dtype(g, "bf16")
-    return tuple(d for d in WEIGHT_DTYPES if d == half or formats.dequantized_as(d) == d or
+    return tuple(d for d in formats.names("weights") if d == half or formats.dequantized_as(d) == d or
                  (formats.storage_bits()[d] < 16 and compute_dtype(g, d) == formats.computes_in(d)))
 
 
@@ -212,51 +212,52 @@ def weight_share_read(model: Model, tokens: int) -> float:
     return (shared + experts_read(model, tokens) * expert) / model.n_params
 
 
-def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, tokens: int) -> Estimate:
+@renamed_keywords(n_gpus="tp")
+def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", tp: int, tokens: int) -> Estimate:
     """Seconds of tensor-parallel communication for one forward pass over ``tokens`` tokens: two
     all-reduces of the 16-bit activations per layer (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3),
     over the GPUs' NVLink domain or else PCIe (:func:`comm.gpu_link`); 0 on one GPU."""
     m = as_model(model)
-    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    check_split(m, tp, replicate_kv=True, name="tp")
     check_positive("tokens", tokens)
     message = check_result(tokens * m.d_model * ACTIVATION_BYTES, tokens=tokens)
-    return comm.allreduce_time(message, n_gpus, comm.gpu_link(gpu, n_gpus)) * (2 * m.n_layers)
+    return comm.allreduce_time(message, tp, comm.gpu_link(gpu, tp)) * (2 * m.n_layers)
 
 
-def _checked(model, gpu, n_gpus, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
+def _checked(model, gpu, tp, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
     m, g = as_model(model), gpus.get(gpu)
-    check_dtype(weight_dtype, WEIGHT_DTYPES, "weight_dtype")
-    check_dtype(kv_dtype, KV_DTYPES, "kv_dtype")
-    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
+    check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
+    check_dtype(kv_dtype, formats.names("kv_cache"), "kv_dtype")
+    check_split(m, tp, replicate_kv=True, name="tp")
     return m, g
 
 
 @cache
-def _per_gpu(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str) -> tuple[float, float, float]:
+def _per_gpu(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str) -> tuple[float, float, float]:
     """Weight bytes, KV bytes per token and layer (:func:`memory.kv_share` of them) and peak
     FLOP/s of one GPU of the group."""
-    per_layer = kv_cache_per_token(m, kv_dtype) / m.n_layers * kv_share(m, n_gpus)
-    return quantized_weight_bytes(m, weight_dtype) / n_gpus, per_layer, g.peak_flops(_compute_dtype(g, weight_dtype))
+    per_layer = kv_cache_per_token(m, kv_dtype) / m.n_layers * kv_share(m, tp)
+    return quantized_weight_bytes(m, weight_dtype) / tp, per_layer, g.peak_flops(_compute_dtype(g, weight_dtype))
 
 
-def _tp_seconds(m: Model, g: GPU, n_gpus: int, tokens) -> np.ndarray:
+def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
     """:func:`tensor_parallel_time`'s expected seconds for a number or an array of token counts."""
-    if n_gpus == 1:
+    if tp == 1:
         return np.zeros(np.shape(tokens))
     message = np.asarray(tokens, dtype=float) * m.d_model * ACTIVATION_BYTES
-    return 2 * m.n_layers * comm.allreduce_expected(message, n_gpus, comm.gpu_link(g, n_gpus))
+    return 2 * m.n_layers * comm.allreduce_expected(message, tp, comm.gpu_link(g, tp))
 
 
-def _steps(m: Model, g: GPU, n_gpus: int, batch_size, weight_dtype: str, kv_dtype: str,
+def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: str, kv_dtype: str,
            flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1) -> Steps:
     """:class:`Steps` from per-sequence FLOPs and KV tokens; every argument but the model, GPU,
     group and formats may be an array over steps (batch sizes included)."""
-    weights, kv_per_layer, peak = _per_gpu(m, g, n_gpus, weight_dtype, kv_dtype)
-    flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / n_gpus)
+    weights, kv_per_layer, peak = _per_gpu(m, g, tp, weight_dtype, kv_dtype)
+    flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / tp)
     return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
                  kv_bytes=np.broadcast_to(kv_per_layer * batch_size * m.cached_tokens(np.asarray(kv_tokens, dtype=float)),
                                           flops.shape),
-                 tensor_parallel=np.broadcast_to(_tp_seconds(m, g, n_gpus, tp_tokens), flops.shape),
+                 tensor_parallel=np.broadcast_to(_tp_seconds(m, g, tp, tp_tokens), flops.shape),
                  peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, kernel=_kernel_family(g, weight_dtype), kv_group=kv_group)
 
@@ -268,39 +269,41 @@ def _prefill_flops(m: Model, before, chunk):
     return 2 * m.n_active_params * chunk + 4 * m.attention_dim * m.attention_pairs(before, chunk)
 
 
-def _decode_steps(m: Model, g: GPU, n_gpus: int, batch_size: int, weight_dtype: str, kv_dtype: str,
+def _decode_steps(m: Model, g: GPU, tp: int, batch_size: int, weight_dtype: str, kv_dtype: str,
                   context: np.ndarray, grouped_kv_kernel: bool) -> Steps:
     flops = 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(context)
-    return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size),
+    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size),
                   context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads)
 
 
-def batch_totals(m: Model, g: GPU, n_gpus: int, weight_dtype: str, kv_dtype: str, context: int, prompt_len: int,
+def batch_totals(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str, context: int, prompt_len: int,
                  batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Seconds of one decoding step at ``context`` and of one prefill of ``prompt_len``-token
     prompts, for each batch size of ``batches`` at once (arguments already checked; the fast path
     of :mod:`traffic`)."""
     b = np.asarray(batches, dtype=float)
-    decode = _decode_steps(m, g, n_gpus, b, weight_dtype, kv_dtype, np.full(b.shape, float(context)), True)
-    prefill = _steps(m, g, n_gpus, b, weight_dtype, kv_dtype, np.full(b.shape, float(_prefill_flops(m, 0, prompt_len))),
+    decode = _decode_steps(m, g, tp, b, weight_dtype, kv_dtype, np.full(b.shape, float(context)), True)
+    prefill = _steps(m, g, tp, b, weight_dtype, kv_dtype, np.full(b.shape, float(_prefill_flops(m, 0, prompt_len))),
                      weight_share_read(m, b * prompt_len), prompt_len, b * prompt_len)
     return decode.seconds()["total"], prefill.seconds()["total"]
 
 
-def decode_steps(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+@renamed_keywords(n_gpus="tp")
+def decode_steps(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, batch_size: int = 1,
                  context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                  grouped_kv_kernel: bool = True) -> Steps:
     """One decoding step of ``batch_size`` sequences at ``context_len`` tokens of context;
     ``grouped_kv_kernel`` False for attention kernels that read the KV cache once per query head."""
-    m, g = _checked(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    m, g = _checked(model, gpu, tp, weight_dtype, kv_dtype)
     check_positive("batch_size", batch_size, integer=True)
     check_positive("context_len", context_len, integer=True)
     check_bool("grouped_kv_kernel", grouped_kv_kernel)
-    return _decode_steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, np.array([float(context_len)]),
+    return _decode_steps(m, g, tp, batch_size, weight_dtype, kv_dtype, np.array([float(context_len)]),
                          grouped_kv_kernel)
 
 
-def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, n_gpus: int = 1,
+@renamed_keywords(n_gpus="tp")
+def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, tp: int = 1,
                   batch_size: int = 1, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
                   chunk_tokens: int | None = None) -> Steps:
     """The steps that process ``batch_size`` prompts of ``prompt_len`` tokens: one, or with
@@ -308,7 +311,7 @@ def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: in
     step reads the weights once and the KV cache of the chunks before it, writes its own, and
     attends causally: a chunk of c tokens after k costs 2·L·d·(2ck + c²) attention FLOPs, which
     sum to the whole prompt's 2·L·d·s²."""
-    m, g = _checked(model, gpu, n_gpus, weight_dtype, kv_dtype)
+    m, g = _checked(model, gpu, tp, weight_dtype, kv_dtype)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("batch_size", batch_size, integer=True)
     if chunk_tokens is not None:
@@ -316,7 +319,7 @@ def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: in
     size = prompt_len if chunk_tokens is None else min(chunk_tokens, prompt_len)
     before = np.arange(0, prompt_len, size, dtype=float)
     chunk = np.minimum(size, prompt_len - before)
-    return _steps(m, g, n_gpus, batch_size, weight_dtype, kv_dtype, _prefill_flops(m, before, chunk),
+    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, _prefill_flops(m, before, chunk),
                   weight_share_read(m, batch_size * size), before + chunk, batch_size * chunk)
 
 
@@ -333,17 +336,18 @@ def prefill_seconds(model: "Model | str | float", gpu: "GPU | str", prompt_len: 
     return {k: float(v.sum()) for k, v in prefill_steps(model, gpu, prompt_len, **kwargs).seconds(calibration).items()}
 
 
-def static_batch_steps(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+@renamed_keywords(n_gpus="tp")
+def static_batch_steps(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, batch_size: int = 1,
                        prompt_len: int = 128, output_len: int = 128, weight_dtype: str = "bf16",
                        kv_dtype: str = "bf16", grouped_kv_kernel: bool = True) -> tuple[Steps, Steps]:
     """The steps of one static batch: a prefill of every prompt (which yields the first output
     token), then ``output_len`` - 1 decoding steps at contexts prompt_len + 1, + 2, ..."""
     check_positive("output_len", output_len, integer=True)
     check_bool("grouped_kv_kernel", grouped_kv_kernel)
-    prefill = prefill_steps(model, gpu, prompt_len, n_gpus=n_gpus, batch_size=batch_size,
+    prefill = prefill_steps(model, gpu, prompt_len, tp=tp, batch_size=batch_size,
                             weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     context = prompt_len + np.arange(1.0, output_len)
-    return prefill, _decode_steps(as_model(model), gpus.get(gpu), n_gpus, batch_size, weight_dtype, kv_dtype, context,
+    return prefill, _decode_steps(as_model(model), gpus.get(gpu), tp, batch_size, weight_dtype, kv_dtype, context,
                                   grouped_kv_kernel)
 
 
@@ -353,9 +357,10 @@ def static_batch_seconds(model: "Model | str | float", gpu: "GPU | str", *,
     return float(sum(s.seconds(calibration)["total"].sum() for s in static_batch_steps(model, gpu, **kwargs)))
 
 
-def static_batch_throughput(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, batch_size: int = 1,
+@renamed_keywords(n_gpus="tp")
+def static_batch_throughput(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, batch_size: int = 1,
                             prompt_len: int = 128, output_len: int = 128, **kwargs) -> float:
     """Output tokens per second per GPU of a static batch (:func:`static_batch_seconds`)."""
-    seconds = static_batch_seconds(model, gpu, n_gpus=n_gpus, batch_size=batch_size, prompt_len=prompt_len,
+    seconds = static_batch_seconds(model, gpu, tp=tp, batch_size=batch_size, prompt_len=prompt_len,
                                    output_len=output_len, **kwargs)
-    return batch_size * output_len / seconds / n_gpus
+    return batch_size * output_len / seconds / tp

@@ -46,9 +46,10 @@ from .memory import RECOMPUTE, ZERO_STAGES, as_model, check_split
 from .models import Model
 from .units import check_bool, check_choice, check_dtype, check_positive
 
-#: Compute dtypes a training step runs in. FP8 applies to the linear layers only; attention and
-#: element-wise kernels stay in BF16 (Transformer Engine's recipe, NVIDIA TE documentation).
-STEP_DTYPES = formats.names("training")
+#: ``STEP_DTYPES``: the compute dtypes a training step runs in (role "training", read on first use).
+#: FP8 applies to the linear layers only; attention and element-wise kernels stay in BF16
+#: (Transformer Engine's recipe, NVIDIA TE documentation).
+__getattr__ = formats.lazy_constants(__name__, {"STEP_DTYPES": lambda: formats.names("training")})
 #: Bytes Adam moves per local parameter in one update (see the module docstring).
 OPTIMIZER_BYTES_PER_PARAM = 30
 #: Fraction of peak memory bandwidth a training step's element-wise kernels reach on HBM (about
@@ -103,7 +104,7 @@ class Layout:
             check_positive(name, getattr(self, name), integer=True)
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
         check_choice("recompute", self.recompute, RECOMPUTE)
-        check_dtype(self.dtype, STEP_DTYPES)
+        check_dtype(self.dtype, formats.names("training"))
         for name in ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap"):
             check_bool(name, getattr(self, name))
         if self.grad_bytes is not None:
@@ -322,12 +323,14 @@ def _group_link(gpu: GPU, members_inside, n, network: Network):
 def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
           vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
           tp_overlap=False, grad_bytes=None,
-          network: Network = Network(), calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
+          network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
     """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
 
     ``recompute`` is an array of indices into :data:`memory.RECOMPUTE` (0 none, 1 selective,
-    2 full). The arguments are not checked: use :func:`step_time` for one checked layout.
+    2 full); ``network`` defaults to a :class:`Network` of HGX servers. The arguments are not
+    checked: use :func:`step_time` for one checked layout.
     """
+    network = Network() if network is None else network
     tp, pp, dp, b, gb, s, zero, rc, v = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
                                                                  zero_stage, recompute, vpp))
     sp, flash, drop, ovl, tp_ovl = (np.asarray(x, dtype=bool) for x in (sequence_parallel, flash_attention, dropout,

@@ -1,6 +1,6 @@
 """Serving at a traffic level: a continuous-batching engine under Poisson arrivals.
 
-One replica (a tensor-parallel group of ``n_gpus``) receives ``requests_per_s`` requests of
+One replica (a tensor-parallel group of ``tp`` GPUs) receives ``requests_per_s`` requests of
 ``prompt_len`` input and ``output_len`` output tokens. A continuous-batching engine with chunked
 prefill (vLLM; TensorRT-LLM's in-flight batching; Agrawal et al. 2024, Sarathi-Serve,
 arXiv:2403.02310) runs step after step; each step decodes one token of every sequence in flight
@@ -38,11 +38,11 @@ from math import ceil, inf
 import numpy as np
 import pandas as pd
 
-from . import gpus, memory, serving
+from . import formats, gpus, memory, serving
 from .gpus import GPU
 from .memory import as_model, check_split
 from .models import Model
-from .units import check_dtype, check_positive, check_result
+from .units import check_dtype, check_positive, check_result, renamed_keywords
 
 #: Prompt tokens one engine iteration takes in: TensorRT-LLM's default ``max_num_tokens`` (8192,
 #: trtllm-build); prompts are taken whole, as without its chunked context (off by default).
@@ -93,26 +93,27 @@ class Load:
         return self.batch / self.time_per_token
 
 
-def replica(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, prompt_len: int = 1024,
+@renamed_keywords(n_gpus="tp")
+def replica(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
             output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> Replica:
     """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
     weights unless given (:func:`memory.serving_kv_dtype`)."""
     m, g = as_model(model), gpus.get(gpu)
     check_positive("prompt_len", prompt_len, integer=True)
     check_positive("output_len", output_len, integer=True)
-    check_dtype(weight_dtype, memory.WEIGHT_DTYPES, "weight_dtype")
+    check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
-    check_dtype(kv, memory.KV_DTYPES, "kv_dtype")
-    check_split(m, n_gpus, replicate_kv=True, name="n_gpus")
-    return _replica(m, g, n_gpus, prompt_len, output_len, weight_dtype, kv)
+    check_dtype(kv, formats.names("kv_cache"), "kv_dtype")
+    check_split(m, tp, replicate_kv=True, name="tp")
+    return _replica(m, g, tp, prompt_len, output_len, weight_dtype, kv)
 
 
 @cache
-def _replica(m: Model, g: GPU, n_gpus: int, prompt_len: int, output_len: int, weight_dtype: str, kv: str) -> Replica:
+def _replica(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int, weight_dtype: str, kv: str) -> Replica:
     context = prompt_len + -(-output_len // 2)
-    full = memory.max_batch_size(m, g, context_len=context, weight_dtype=weight_dtype, kv_dtype=kv, tp=n_gpus)
+    full = memory.max_batch_size(m, g, context_len=context, weight_dtype=weight_dtype, kv_dtype=kv, tp=tp)
     top = max(full, 2)
-    decode, prefill = serving.batch_totals(m, g, n_gpus, weight_dtype, kv, context, prompt_len, [1, top, 8])
+    decode, prefill = serving.batch_totals(m, g, tp, weight_dtype, kv, context, prompt_len, [1, top, 8])
     one, many = float(decode[0]), float(decode[1])
     per_sequence = (many - one) / (top - 1)
     prompt, chunk = float(prefill[0]), float(prefill[2])
@@ -206,7 +207,7 @@ def plan(model: "Model | str | float", gpu: "GPU | str", *, requests_per_s: floa
     check_positive("requests_per_s", requests_per_s)
     check_split(as_model(model), tp, replicate_kv=True, name="tp")
     check_positive("max_replicas", max_replicas, integer=True)
-    r = replica(model, gpu, n_gpus=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
+    r = replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
     caps = limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
     binding = min(caps, key=caps.get)
     per_replica = caps[binding]
@@ -217,18 +218,19 @@ def plan(model: "Model | str | float", gpu: "GPU | str", *, requests_per_s: floa
                        per_replica_max=per_replica, binding=binding, at_load=load(r, requests_per_s / replicas))
 
 
-def batch_curve(model: "Model | str | float", gpu: "GPU | str", *, n_gpus: int = 1, context_len: int = 2048,
+@renamed_keywords(n_gpus="tp")
+def batch_curve(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, context_len: int = 2048,
                 weight_dtype: str = "bf16", kv_dtype: str | None = None) -> pd.DataFrame:
     """Decoding throughput and time per token at every power-of-two batch up to the largest that
     fits (and that one), at ``context_len`` tokens per sequence."""
     m, g = as_model(model), gpus.get(gpu)
     kv = kv_dtype or memory.serving_kv_dtype(weight_dtype)
-    top = memory.max_batch_size(m, g, context_len=context_len, weight_dtype=weight_dtype, kv_dtype=kv, tp=n_gpus)
+    top = memory.max_batch_size(m, g, context_len=context_len, weight_dtype=weight_dtype, kv_dtype=kv, tp=tp)
     batches = sorted({2**k for k in range(top.bit_length()) if 2**k <= top} | ({top} if top else set()))
     rows = []
     for b in batches:
-        t = serving.decode_seconds(m, g, n_gpus=n_gpus, batch_size=b, context_len=context_len, weight_dtype=weight_dtype,
+        t = serving.decode_seconds(m, g, tp=tp, batch_size=b, context_len=context_len, weight_dtype=weight_dtype,
                                    kv_dtype=kv)
-        rows.append({"batch": b, "tokens/s": b / t["total"], "tokens/s per GPU": b / t["total"] / n_gpus,
+        rows.append({"batch": b, "tokens/s": b / t["total"], "tokens/s per GPU": b / t["total"] / tp,
                      "ms per token": t["total"] * 1000, "compute share": t["compute"] / t["total"]})
     return pd.DataFrame(rows)

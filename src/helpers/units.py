@@ -4,8 +4,10 @@ Everything inside the package is SI (bytes, seconds, FLOP, FLOP/s, bytes/s, watt
 these constants convert for display only.
 """
 
+import functools
 import numbers
-from collections.abc import Iterable, Iterator
+import warnings
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from math import isfinite
 
@@ -16,10 +18,10 @@ KiB, MiB, GiB = 2.0**10, 2.0**20, 2.0**30
 TFLOPS = 1e12  # FLOP/s
 HOUR, DAY = 3600.0, 86400.0
 
-#: Bits per stored element of every number format with a role (:func:`formats.storage_bits`:
-#: tf32 tensors stay 32-bit in memory; 4-bit formats include their block scales).
-DTYPE_BITS: dict[str, float] = formats.storage_bits()
-DTYPES = formats.names()
+#: ``DTYPE_BITS``: bits per stored element of every number format with a role
+#: (:func:`formats.storage_bits`: tf32 tensors stay 32-bit in memory; 4-bit formats include their
+#: block scales); ``DTYPES``: those formats. Both are read from the data file on first use.
+__getattr__ = formats.lazy_constants(__name__, {"DTYPE_BITS": formats.storage_bits, "DTYPES": formats.names})
 
 
 #: Largest integer argument: beyond 2**53 integers are no longer exact as floats, and products of
@@ -35,14 +37,15 @@ def check_choice(name: str, value: object, allowed: tuple) -> object:
     return value
 
 
-def check_dtype(dtype: str, allowed: tuple[str, ...] = DTYPES, name: str = "dtype") -> str:
-    """Return ``dtype`` if it is one of ``allowed``, else raise a ValueError naming it."""
-    return check_choice(name, dtype, allowed)
+def check_dtype(dtype: str, allowed: tuple[str, ...] | None = None, name: str = "dtype") -> str:
+    """Return ``dtype`` if it is one of ``allowed`` (None: every format with a role), else raise a
+    ValueError naming it."""
+    return check_choice(name, dtype, formats.names() if allowed is None else allowed)
 
 
 def dtype_bytes(dtype: str, name: str = "dtype") -> float:
     """Bytes per element of ``dtype`` (fractional for 4-bit formats with their scales)."""
-    return DTYPE_BITS[check_dtype(dtype, name=name)] / 8
+    return formats.storage_bits()[check_dtype(dtype, name=name)] / 8
 
 
 def check_positive(name: str, value: float, *, integer: bool = False, allow_zero: bool = False) -> None:
@@ -115,3 +118,20 @@ def gb(n_bytes: float) -> str:
     check_positive("n_bytes", n_bytes, allow_zero=True)
     value = n_bytes / GB
     return f"{value:,.0f} GB" if value >= 100 else f"{value:.3g} GB"
+
+
+def renamed_keywords(**old_to_new: str) -> Callable[[Callable], Callable]:
+    """Decorator: let a function still take the old names of renamed keyword arguments for one
+    release (``@renamed_keywords(n_gpus="tp")``), with a DeprecationWarning; both at once is an error."""
+    def wrap(function: Callable) -> Callable:
+        @functools.wraps(function)
+        def call(*args, **kwargs):
+            for old, new in old_to_new.items():
+                if old in kwargs:
+                    if new in kwargs:
+                        raise ValueError(f"{function.__name__}: give {new}= or its old name {old}=, not both")
+                    warnings.warn(f"{function.__name__}({old}=...) is now {new}=...", DeprecationWarning, stacklevel=2)
+                    kwargs[new] = kwargs.pop(old)
+            return function(*args, **kwargs)
+        return call
+    return wrap

@@ -144,7 +144,7 @@ def loaded_runs() -> pd.DataFrame:
     (predicted / published - 1), and whether the batch in flight fits the KV cache."""
     rows = []
     for _, row in _data.table("loaded_serving_runs").iterrows():
-        r = traffic.replica(row["model"], row["gpu"], n_gpus=int(row["n_gpus"]), prompt_len=int(row["prompt_len"]),
+        r = traffic.replica(row["model"], row["gpu"], tp=int(row["n_gpus"]), prompt_len=int(row["prompt_len"]),
                             output_len=int(row["output_len"]), weight_dtype=row["weight_dtype"])
         at = traffic.closed_loop(r, int(row["concurrency"]))
         predicted = {"ms per token": at.time_per_token * 1000, "output tokens/s": at.output_tokens_per_s,

@@ -284,7 +284,7 @@ def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
     """Whether a vLLM-style engine starts, and how much KV cache it gets (:mod:`engine`)."""
     controls = _model_controls(model) | {
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
-        "n_gpus": w.Dropdown(options=(1, 2, 4, 8), value=2, description="tensor-parallel GPUs"),
+        "tp": w.Dropdown(options=(1, 2, 4, 8), value=2, description="tensor-parallel GPUs"),
         "weight_dtype": w.Dropdown(options=memory.WEIGHT_DTYPES, value="fp8", description="weights"),
         "max_model_len": w.SelectionSlider(options=SEQ_LENS + (262144,), value=32768, description="max_model_len"),
         "gpu_memory_utilization": w.FloatSlider(value=engine.GPU_MEMORY_UTILIZATION, min=0.5, max=0.99, step=0.01,
@@ -301,7 +301,7 @@ def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
 
     def draw(fig, result, table, model, size_b, config, **kw):
         verdict = "starts" if result.starts else "does not start"
-        plots.engine_budget(fig.subplots(), result, title=f"{_model(model, size_b, config).display_name} on {kw['n_gpus']} x "
+        plots.engine_budget(fig.subplots(), result, title=f"{_model(model, size_b, config).display_name} on {kw['tp']} x "
                             f"{result.gpu}: {verdict}\n" + "\n".join(textwrap.wrap(result.message, 80)))
 
     return Panel(f"Will it start? ({engine.ENGINE})", controls, compute, draw, table, figsize=(8, 3.2))
@@ -376,7 +376,7 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Decoding speed, time per output token and time to first token, for every GPU."""
     controls = _model_controls(model) | {
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
-        "n_gpus": w.Dropdown(options=(1, 2, 4, 8), value=1, description="tensor-parallel GPUs"),
+        "tp": w.Dropdown(options=(1, 2, 4, 8), value=1, description="tensor-parallel GPUs"),
         "weight_dtype": w.Dropdown(options=memory.WEIGHT_DTYPES, value="bf16", description="weights"),
         "batch_size": w.IntSlider(value=1, min=1, max=256, description="batch (sequences)"),
         "context_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="context (tokens)"),
@@ -388,10 +388,10 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     def table(result, model, size_b, config, gpu, **kw):
         return compare.serving_table(_model(model, size_b, config), **kw)
 
-    def draw(fig, result, table, model, size_b, config, gpu, n_gpus, weight_dtype, batch_size, context_len):
+    def draw(fig, result, table, model, size_b, config, gpu, tp, weight_dtype, batch_size, context_len):
         label, tps = _model(model, size_b, config).display_name, result["tokens/s"]
         _catalog_bars(fig, table, "tokens/s", gpu, "generated tokens/s, all sequences",
-                      f"{label}, {weight_dtype} weights, {n_gpus} GPU(s) each, batch {batch_size} x {context_len:,} tokens\n"
+                      f"{label}, {weight_dtype} weights, {tp} GPU(s) each, batch {batch_size} x {context_len:,} tokens\n"
                       f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {result['bound']}-bound")
 
     return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
