@@ -6,7 +6,6 @@ errors (:mod:`calibration`); inference times come from the engine-step model of 
 bands from its out-of-sample errors.
 """
 
-import warnings
 from functools import cache
 from math import exp, hypot, log
 
@@ -149,16 +148,12 @@ def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, tp: int
     return _banded(step).map(lambda t: batch_size / t)
 
 
-@renamed_keywords(n_gpus="tp")
+@renamed_keywords(n_gpus="tp", dtype="weight_dtype")
 def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int, *, tp: int = 1,
-                 batch_size: int = 1, weight_dtype: str = "bf16", dtype: str | None = None) -> Estimate:
+                 batch_size: int = 1, weight_dtype: str = "bf16") -> Estimate:
     """Seconds to process a prompt (time to first token, without queueing): one prefill step
     (:func:`serving.prefill_seconds`) of ``weight_dtype`` weights, with the band of its
-    out-of-sample errors on published first-token latencies. ``dtype`` is the old name of
-    ``weight_dtype`` (as :func:`decode_throughput` calls it), kept for one release."""
-    if dtype is not None:
-        warnings.warn("prefill_time(dtype=...) is now weight_dtype=...", DeprecationWarning, stacklevel=2)
-        weight_dtype = dtype
+    out-of-sample errors on published first-token latencies."""
     check_dtype(weight_dtype, name="weight_dtype")
     seconds = serving.prefill_seconds(model, gpu, prompt_len, tp=tp, batch_size=batch_size,
                                       weight_dtype=weight_dtype, kv_dtype=serving_kv_dtype(weight_dtype))
