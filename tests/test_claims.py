@@ -65,7 +65,7 @@ def test_checked_values_quote_computed_figures():
     row = claims.get("weights-175b")
     assert "350 GB" in row["checked_value"] and "700 GB" in row["checked_value"]
     assert "48 GB" in claims.get("a6000-20b")["checked_value"]
-    with pytest.raises(ValueError, match="unknown claim 'nope'"):
+    with pytest.raises(ValueError, match="claim_id='nope' is not a known claim"):
         claims.get("nope")
 
 

@@ -54,7 +54,7 @@ def test_assumptions_are_sourced_bands():
     assert (table["low"] <= table["expected"]).all() and (table["expected"] <= table["high"]).all()
     assert (table["source"].str.len() > 20).all()
     assert cost.assumption("pue").expected == pytest.approx(1.58)
-    with pytest.raises(ValueError, match="unknown assumption"):
+    with pytest.raises(ValueError, match="name='tax' is not a known assumption"):
         cost.assumption("tax")
 
 

@@ -496,5 +496,5 @@ def get(claim_id: str) -> pd.Series:
         raise ValueError(f"claim_id must be a claim's id (a string), got {claim_id!r}")
     rows = claims[claims["id"] == claim_id]
     if rows.empty:
-        raise ValueError(f"unknown claim {claim_id!r}; known: {', '.join(claims['id'])}")
+        raise ValueError(f"claim_id={claim_id!r} is not a known claim; known: {', '.join(claims['id'])}")
     return _checked(rows).set_index("id").iloc[0]

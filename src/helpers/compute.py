@@ -16,7 +16,7 @@ from .serving import compute_dtype, tensor_parallel_time  # noqa: F401 (public n
 from .flops import CHINCHILLA_TOKENS_PER_PARAM, RECOMPUTE_FACTOR, flops_per_token, training_flops  # noqa: F401 (public names)
 from .memory import as_model, check_split, inference, serving_kv_dtype
 from .models import Model
-from .units import check_choice, check_dtype, check_positive, check_result, renamed_keywords
+from .units import check_choice, check_dtype, check_instance, check_positive, check_result, renamed_keywords
 
 #: ``TRAINING_COMPUTE_DTYPES``: the compute formats of training (:func:`formats.names`, role
 #: "training", read on first use): those of ``memory.TRAINING_STATE_DTYPES`` plus FP8 (Transformer
@@ -106,6 +106,7 @@ def run_time(plan: "planner.Plan", tokens: float, *, goodput: "float | Estimate 
     quadrature (root-sum-square, as independent uncertainties combine: JCGM 100:2008, the GUM,
     Sec. 5.1.2), rather than multiplying their extremes, which no run meets at once.
     """
+    check_instance("plan", plan, planner.Plan, "a planner.Plan")
     check_positive("tokens", tokens)
     g = gpus.get(plan.gpu)
     p = _band(goodput, efficiency("goodput", g.architecture, plan.layout.dtype), "goodput")

@@ -16,7 +16,7 @@ from . import _data, compute, gpus, memory, traffic
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
-from .units import HOUR, check_positive, check_range, check_result, renamed_keywords
+from .units import HOUR, check_instance, check_positive, check_range, check_result, renamed_keywords
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
 #: A row of this kind, without a price, says where a GPU was looked for and found not for rent.
@@ -67,8 +67,8 @@ def price_summary() -> pd.DataFrame:
 def assumption(name: str) -> Estimate:
     """A sourced low/expected/high assumption of ``data/cost_assumptions.csv`` (see its ``source``)."""
     table = _data.table("cost_assumptions").set_index("name")
-    if name not in table.index:
-        raise ValueError(f"unknown assumption {name!r}; known: {', '.join(table.index)}")
+    if not isinstance(name, str) or name not in table.index:
+        raise ValueError(f"name={name!r} is not a known assumption; known: {', '.join(table.index)}")
     row = table.loc[name]
     return Estimate(float(row["low"]), float(row["expected"]), float(row["high"]))
 
@@ -250,5 +250,8 @@ def rent_vs_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilizatio
 
 def break_even_months(table: pd.DataFrame) -> float | None:
     """First month in a :func:`rent_vs_buy` table where owning has cost less than renting, or None."""
+    check_instance("table", table, pd.DataFrame, "a rent_vs_buy table")
+    if not {"month", "rent (USD)", "own (USD)"} <= set(table.columns):
+        raise ValueError(f"table must be a rent_vs_buy table (month, rent (USD), own (USD)), got columns {list(table.columns)}")
     cheaper = table[table["own (USD)"] <= table["rent (USD)"]]
     return None if cheaper.empty else float(cheaper["month"].iloc[0])

@@ -47,13 +47,19 @@ def storage_bits() -> dict[str, float]:
 
 def computes_in(dtype: str) -> str:
     """The tensor-core format weights stored as ``dtype`` feed, where a GPU has it ('' if none)."""
-    return _column("computes_in")[dtype]
+    return _column("computes_in")[_known(dtype)]
 
 
 def dequantized_as(dtype: str) -> str:
     """The dequantizing kernel family (int8, int4) of ``dtype`` weights on GPUs that cannot
     compute in it ('' for formats read as they are)."""
-    return _column("dequantized_as")[dtype]
+    return _column("dequantized_as")[_known(dtype)]
+
+
+def _known(dtype: object) -> str:
+    if isinstance(dtype, str) and dtype in names():
+        return dtype
+    raise ValueError(f"dtype={dtype!r} is not supported; choose one of {', '.join(names())}")
 
 
 @cache

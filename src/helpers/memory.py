@@ -406,9 +406,11 @@ def kv_cache_bytes(model: "Model | str | float", context_len, kv_dtype: str = "b
     return m.cached_tokens(np.asarray(context_len, dtype=float)) * per_value
 
 
-def kv_share(model: Model, tp: int) -> float:
+def kv_share(model: "Model | str | float", tp: int) -> float:
     """Share of a sequence's KV cache each of ``tp`` tensor-parallel GPUs holds: its KV heads
     (replicated once tp exceeds them, as vLLM does); all of MLA's latent, which every GPU keeps."""
+    model = as_model(model)
+    check_positive("tp", tp, integer=True)
     return 1.0 if model.is_mla else ceil(model.n_kv_heads / tp) / model.n_kv_heads
 
 
@@ -499,7 +501,8 @@ def max_context_len(model: "Model | str | float", gpu: GPU, *, batch_size: int =
 
 def _gpu_names(gpu_names: object) -> list:
     """The GPUs asked for, or the whole catalog when none (None or empty)."""
-    return (None if gpu_names is None else check_list("gpu_names", gpu_names)) or gpus.names()
+    names = None if gpu_names is None else check_list("gpu_names", gpu_names)
+    return [g.name for g in gpus.get_all("gpu_names", names)] if names else gpus.names()
 
 
 def fits_table(breakdown: MemoryBreakdown, gpu_names: list[str] | None = None) -> pd.DataFrame:

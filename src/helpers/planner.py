@@ -31,7 +31,7 @@ from .gpus import GPU
 from .memory import as_model
 from .models import Model
 from .steptime import Calibration, Layout, Network, StepTime
-from .units import check_dtype, check_list, check_positive
+from .units import check_dtype, check_instance, check_list, check_positive
 
 #: Sequence length of training when none is given (GPT-3, Llama 1, Megatron-LM 2021).
 DEFAULT_SEQ_LEN = 2048
@@ -165,8 +165,10 @@ def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: s
     return weights + gradients + optimizer + acts + memory.RUNTIME_OVERHEAD
 
 
-def layout_bytes(model: Model, layout: Layout) -> float:
+def layout_bytes(model: "Model | str | float", layout: Layout) -> float:
     """:func:`layout_memory` of one :class:`steptime.Layout`, with its own attention and dropout."""
+    model = as_model(model)
+    check_instance("layout", layout, Layout, "a steptime.Layout")
     c = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "dp", "micro_batch", "vpp", "zero_stage")}
     c["recompute"] = np.array([memory.RECOMPUTE.index(layout.recompute)])
     return float(layout_memory(model, c, layout.seq_len, layout.dtype, flash_attention=layout.flash_attention,

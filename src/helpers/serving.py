@@ -185,7 +185,7 @@ def serving_formats(gpu: "GPU | str") -> tuple[str, ...]:
 def kernel_family(gpu: "GPU | str", dtype: str) -> str:
     """The dequantizing kernel family (:func:`formats.dequantized_as`: int8, int4) that ``dtype``
     weights run in on ``gpu``; '' where its tensor cores read them as they are."""
-    return _kernel_family(gpus.get(gpu), dtype)
+    return _kernel_family(gpus.get(gpu), check_dtype(dtype, formats.names("weights")))
 
 
 @cache

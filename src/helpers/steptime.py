@@ -273,6 +273,8 @@ def max_vpp(n_layers: int, pp: int) -> int:
     """Most model chunks a pipeline stage can hold: the layers of the busiest stage, one per chunk
     (stages may be uneven: Llama 3 405B put 126 layers on 16 stages, one fewer on the first and
     last, and interleaved them; Llama Team 2024, arXiv:2407.21783, Sec. 3.3.2)."""
+    check_positive("n_layers", n_layers, integer=True)
+    check_positive("pp", pp, integer=True)
     return -(-n_layers // pp)
 
 

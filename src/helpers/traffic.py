@@ -42,7 +42,7 @@ from . import formats, gpus, memory, serving
 from .gpus import GPU
 from .memory import as_model, check_split
 from .models import Model
-from .units import check_dtype, check_positive, check_result, renamed_keywords
+from .units import check_dtype, check_instance, check_positive, check_range, check_result, renamed_keywords
 
 #: Prompt tokens one engine iteration takes in: TensorRT-LLM's default ``max_num_tokens`` (8192,
 #: trtllm-build); prompts are taken whole, as without its chunked context (off by default).
@@ -124,6 +124,7 @@ def _replica(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int, weight
 
 def load(r: Replica, requests_per_s: float) -> Load:
     """The replica ``r`` at ``requests_per_s`` (utilisation at most 1; at or beyond it the times are infinite)."""
+    check_instance("r", r, Replica, "a traffic.Replica")
     check_positive("requests_per_s", requests_per_s, allow_zero=True)
     rho = check_result(requests_per_s * r.work_per_request, requests_per_s=requests_per_s)
     if rho >= 1:
@@ -145,6 +146,7 @@ def closed_loop(r: Replica, concurrency: int, *, token_budget: int = TOKEN_BUDGE
     Returns the wave's means (time to first token, time per output token), its request rate
     (clients over the time the last one finishes) and the batch in flight that makes
     :attr:`Load.output_tokens_per_s` the wave's output tokens over that time."""
+    check_instance("r", r, Replica, "a traffic.Replica")
     check_positive("concurrency", concurrency, integer=True)
     check_positive("token_budget", token_budget, integer=True)
     per_iteration = max(1, token_budget // r.prompt_len)
@@ -169,6 +171,8 @@ def closed_loop(r: Replica, concurrency: int, *, token_budget: int = TOKEN_BUDGE
 def limits(r: Replica, *, ttft_s: float | None = None, tpot_s: float | None = None,
            max_utilization: float = MAX_UTILIZATION) -> dict[str, float]:
     """Largest requests/s each constraint allows (see the module docstring); inf where unconstrained."""
+    check_instance("r", r, Replica, "a traffic.Replica")
+    check_range("max_utilization", max_utilization, 0, 1, low_open=True)
     w, a = r.work_per_request, r.fixed
     caps = {"memory": r.max_batch / (r.output_len * a + r.max_batch * w) if r.max_batch else 0.0,
             "time per token": inf, "time to first token": inf, "capacity": max_utilization / w}

@@ -87,6 +87,14 @@ def check_bool(name: str, value: object) -> None:
         raise ValueError(f"{name} must be True or False, got {value!r}")
 
 
+def check_instance(name: str, value: object, kind: type, what: str) -> object:
+    """Return ``value`` if it is a ``kind``, else raise a ValueError naming ``name`` and ``what``
+    it must be."""
+    if not isinstance(value, kind):
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+    return value
+
+
 def check_list(name: str, values: object) -> list:
     """``values`` as a list; a ValueError unless it is a list, tuple or other collection (not a string)."""
     if isinstance(values, (str, bytes)) or not isinstance(values, Iterable):
