@@ -142,13 +142,15 @@ def test_distributed_optimizer_reduce_scatters_gradients_and_gathers_weights_beh
 
 def test_zero3_gathers_weights_twice_and_reduces_gradients_every_micro_batch():
     """FSDP full shard: all-gather the 16-bit weights forward and backward and reduce-scatter the gradients,
-    for every micro-batch (Rajbhandari et al. 2019, Sec. 7: 1.5 x the volume of data parallelism)."""
+    for every micro-batch (Rajbhandari et al. 2019, Sec. 7: 1.5 x the volume of data parallelism), one
+    collective per layer (an FSDP unit per block), each paying its launch and ring latency."""
     lay = Layout(dp=8, global_batch=32, micro_batch=2, seq_len=2048, zero_stage=3, overlap=False)
     t = step(lay, gpu=H100, network=Network(8, 8, "ib-ndr"))
     link = comm.link("nvlink4")
     bw = link.bandwidth * link.achieved_fraction
-    gather = comm.LAUNCH_LATENCY + 7 * link.hop_latency + 7 / 8 * GPT.n_params * 2 / bw
-    scatter = comm.LAUNCH_LATENCY + 7 * link.hop_latency + 7 / 8 * GPT.n_params * 4 / bw
+    latency = GPT.n_layers * (comm.LAUNCH_LATENCY + 7 * link.hop_latency)
+    gather = latency + 7 / 8 * GPT.n_params * 2 / bw
+    scatter = latency + 7 / 8 * GPT.n_params * 4 / bw
     assert t.data_parallel == pytest.approx(2 * (2 * gather + scatter), rel=1e-9)
 
 

@@ -24,8 +24,9 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
   stages, vpp of each per micro-batch.
 - **data_parallel**: the exposed part of the gradient all-reduce behind the last micro-batch's
   backward pass (ZeRO-0); of the gradient reduce-scatter there and the weight all-gather behind
-  the next forward pass (ZeRO-1/2, Megatron's distributed optimizer); or of ZeRO-3's
-  per-micro-batch weight all-gathers and gradient reduce-scatters. Overlap is bounded by the
+  the next forward pass (ZeRO-1/2, Megatron's distributed optimizer); or of ZeRO-3's weight
+  all-gathers and gradient reduce-scatters, one per layer and micro-batch (PyTorch FSDP wraps each
+  block as a unit), each with its own ring latency. Overlap is bounded by the
   compute it can hide behind times a calibrated overlap efficiency, and the last bucket is
   always exposed.
 - **optimizer**: Adam's update, memory-bound: 30 bytes per local parameter (read fp32 gradient,
@@ -419,9 +420,11 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     exposed_sync = np.where(zero == 0, exposed(all_reduce, grads, 2 / 3),
                             exposed(scatter, grads, 2 / 3) + exposed(gather, local_params * 2, 1 / 3))
     gradient_sync = np.where(zero == 0, all_reduce, scatter + gather)
-    # ZeRO-3 / FSDP: all-gather the weights forward and backward, reduce-scatter the gradients, per micro-batch.
-    sharded = _collective(ring, dp - 1, local_params * 2, dp_bw, dp_latency) * 2 + \
-        _collective(ring, dp - 1, local_params * gbytes, dp_bw, dp_latency)
+    # ZeRO-3 / FSDP: all-gather the weights forward and backward, reduce-scatter the gradients, per
+    # micro-batch and layer (one FSDP unit per block), each paying its own ring latency.
+    unit = local_params / layers
+    sharded = layers * (_collective(ring, dp - 1, unit * 2, dp_bw, dp_latency) * 2 +
+                        _collective(ring, dp - 1, unit * gbytes, dp_bw, dp_latency))
     exposed_sharded = m * np.maximum(sharded - window, sharded / L)
     dp_total = np.where(zero == 3, m * sharded, gradient_sync)
     dp_exposed = np.where(dp > 1, np.where(zero == 3, exposed_sharded, exposed_sync), 0.0)
