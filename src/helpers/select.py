@@ -96,6 +96,10 @@ def _traffic_option(m: Model, g: gpus.GPU, tp: int, dtype: str, requests_per_s: 
             "limit": p.binding, "per_replica": p.per_replica_max, "unloaded_ms": nan}
 
 
+#: The reason given where a budget is set and the GPU has no dated price to hold against it.
+_UNPRICED = "no dated price to hold against the budget"
+
+
 def _traffic_verdict(row: dict, budget_usd: float | None) -> tuple[str, str]:
     if not row["fits"]:
         return "memory", f"the weights alone do not fit at {row['settings']}"
@@ -106,8 +110,8 @@ def _traffic_verdict(row: dict, budget_usd: float | None) -> tuple[str, str]:
             return row["limit"], f"an unloaded step already takes {row['unloaded_ms']:,.1f} ms at {row['settings']}"
         return row["limit"], f"{row['per_replica']:.3g} requests/s per replica: more GPUs than allowed at {row['settings']}"
     price = f"${row['cost_usd']:,.2f} per million tokens" if row["cost_usd"] == row["cost_usd"] else "no dated price"
-    if budget_usd and row["cost_usd"] > budget_usd:
-        return "budget", f"{price}, over ${budget_usd:,.2f}"
+    if budget_usd and not row["cost_usd"] <= budget_usd:
+        return "budget", f"{price}, over ${budget_usd:,.2f}" if row["cost_usd"] == row["cost_usd"] else _UNPRICED
     return row["limit"], (f"{row['per_replica']:.3g} requests/s per replica ({row['limit']} binds); at this load "
                           f"{row['ms per token']:,.1f} ms per token, {row['first token (ms)']:,.0f} ms to the first "
                           f"token, {row['utilization']:.0%} busy; {price}")
@@ -118,8 +122,9 @@ def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float 
         return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even at {row['settings']}"
     if deadline_days and row["days"] > deadline_days:
         return "deadline", f"{row['days']:,.0f} days at {row['n_gpus']} GPUs, over the {deadline_days:g}-day deadline"
-    if budget_usd and row["cost_usd"] > budget_usd:
-        return "budget", f"${row['cost_usd']:,.0f} on demand, over the ${budget_usd:,.0f} budget"
+    if budget_usd and not row["cost_usd"] <= budget_usd:
+        return "budget", (f"${row['cost_usd']:,.0f} on demand, over the ${budget_usd:,.0f} budget"
+                          if row["cost_usd"] == row["cost_usd"] else _UNPRICED)
     if row["scaling efficiency"] < INTERCONNECT_FLOOR:
         return "interconnect", (f"{row['days']:,.1f} days, but only {row['scaling efficiency']:.0%} scaling efficiency "
                                 f"({row['limit']} sets the pace)")
@@ -132,8 +137,9 @@ def _serving_verdict(row: dict, latency_ms: float | None, budget_usd: float | No
         return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU at {row['settings']}"
     if latency_ms and row["ms per token"] > latency_ms:
         return "latency", f"{row['ms per token']:,.1f} ms per token, over the {latency_ms:g} ms target"
-    if budget_usd and row["cost_usd"] > budget_usd:
-        return "budget", f"${row['cost_usd']:,.2f} per million tokens, over ${budget_usd:,.2f}"
+    if budget_usd and not row["cost_usd"] <= budget_usd:
+        return "budget", (f"${row['cost_usd']:,.2f} per million tokens, over ${budget_usd:,.2f}"
+                          if row["cost_usd"] == row["cost_usd"] else _UNPRICED)
     price = f", ${row['cost_usd']:,.2f} per million tokens" if row["cost_usd"] == row["cost_usd"] else ", no dated price"
     return row["bound"], f"{row['tokens/s']:,.0f} tokens/s, {row['ms per token']:,.1f} ms per token{price}"
 

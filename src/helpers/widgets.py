@@ -152,8 +152,10 @@ class Panel(w.VBox):
 
 
 def _png(fig: Figure) -> bytes:
+    """The figure as PNG, zlib level 1: 12 % faster to write than the default and, for these flat
+    charts, no larger (benchmarks/results.md)."""
     out = io.BytesIO()
-    fig.savefig(out, format="png")
+    fig.savefig(out, format="png", pil_kwargs={"compress_level": 1})
     return out.getvalue()
 
 
