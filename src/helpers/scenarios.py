@@ -38,11 +38,12 @@ class Answer:
     def serving(self) -> bool:
         return self.scenario["task"] == "serve"
 
-    def outcome(self, row: pd.Series | None) -> str:
-        """One option in words: count, GPU, settings and the selector's reason."""
+    @staticmethod
+    def outcome(row: pd.Series | None, settings: bool = True) -> str:
+        """One option in words: count, GPU, (settings) and the selector's reason."""
         if row is None:
             return "no GPU of the catalog meets every constraint"
-        return f"{row['n_gpus']:,} × {row['gpu']} ({row['settings']}): {row['reason']}"
+        return f"{row['n_gpus']:,} × {row['gpu']}" + (f" ({row['settings']})" if settings else "") + f": {row['reason']}"
 
     @property
     def sentence(self) -> str:
@@ -135,12 +136,12 @@ def largest_pretraining(budget_usd: float, deadline_days: float, gpu_names: list
 
 def table() -> pd.DataFrame:
     """Every scenario in one frame: tier, workload, the article's pick and its outcome, the
-    selector's answer."""
+    selector's answer (without the layouts, which :attr:`Answer.sentence` gives)."""
     rows = []
     for scenario_id in names():
         a = answer(scenario_id)
         rows.append({"scenario": a.scenario["tier"], "workload": a.scenario["workload"],
                      "article's pick": _given(a.scenario["article_pick"]) or "",
-                     "how it does": "" if a.article is None else a.outcome(a.article),
-                     "the selector's answer": a.outcome(a.best)})
+                     "how it does": "" if a.article is None else a.outcome(a.article, settings=False),
+                     "the selector's answer": a.outcome(a.best, settings=False)})
     return pd.DataFrame(rows)

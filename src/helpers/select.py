@@ -128,7 +128,7 @@ def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float 
     if row["scaling efficiency"] < INTERCONNECT_FLOOR:
         return "interconnect", (f"{row['days']:,.1f} days, but only {row['scaling efficiency']:.0%} scaling efficiency "
                                 f"({row['limit']} sets the pace)")
-    return "compute", f"{row['days']:,.1f} days on {row['n_gpus']} GPUs" + (
+    return "compute", f"{row['days']:,.1f} days on {row['n_gpus']} GPU{'s' * (row['n_gpus'] > 1)}" + (
         f", ${row['cost_usd']:,.0f} on demand" if row["cost_usd"] == row["cost_usd"] else ", no dated price")
 
 
