@@ -1,3 +1,4 @@
+import inspect
 from pathlib import Path
 
 import ipywidgets as w
@@ -25,9 +26,11 @@ def bar_total(panel):
 
 
 def test_panel_factories():
-    assert set(widgets.panels()) == {"training_memory", "inference_memory", "engine_start", "training_vs_inference", "training_time",
-                                     "serving", "data_parallel", "parallelism", "training_cost", "rent_or_buy", "selector",
-                                     "wait_or_start"}
+    """Every public factory of a Panel is registered (a forgotten decorator fails here), and each
+    one builds a panel with a result, a figure and a table."""
+    factories = {name for name, f in vars(widgets).items() if inspect.isfunction(f) and not name.startswith("_")
+                 and inspect.signature(f).return_annotation in (widgets.Panel, "Panel")}
+    assert set(widgets.panels()) == factories and len(factories) >= 12
     for factory in widgets.panels().values():
         panel = factory()
         assert panel.result is not None and panel.message is None
@@ -314,3 +317,17 @@ def test_panels_take_a_pasted_config(name):
     assert panel.message.startswith("config model_type 'bert' is not one from_config reads")
     with pytest.raises(ValueError, match="config must be text"):
         panel.set(config=42)
+
+
+def test_every_panel_has_a_benchmark_sweep():
+    """benchmarks/run.py times each panel over realistic moves: a new panel needs its sweep there."""
+    import importlib.util
+    from pathlib import Path
+
+    spec = importlib.util.spec_from_file_location("benchmarks_run", Path(__file__).parent.parent / "benchmarks" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(run)
+    assert set(run.SWEEPS) == set(widgets.panels())
+    for name, moves in run.SWEEPS.items():
+        controls = widgets.panels()[name]().controls
+        assert all(set(move) <= set(controls) for move in moves), name

@@ -218,12 +218,23 @@ def _pasted(config: str) -> models.Model:
 REFERENCE_GPUS = ("RTX-4090-24GB", "L40S-48GB", "H100-SXM5-80GB", "H200-SXM-141GB", "MI300X-192GB")
 
 
+#: The panel factories, filled by :func:`_registered` as the module defines them.
+_PANELS: dict[str, Callable[..., Panel]] = {}
+
+
+def _registered(factory: Callable[..., Panel]) -> Callable[..., Panel]:
+    """Add a panel factory to :func:`panels` under its own name."""
+    _PANELS[factory.__name__] = factory
+    return factory
+
+
 def _capacities() -> dict[str, float]:
     """Label -> usable bytes of the reference GPUs."""
     return {f"{g.name.rsplit('-', 1)[0]} {g.memory_gb_vendor:g} GB": g.memory_bytes
             for g in map(gpus.get, REFERENCE_GPUS)}
 
 
+@_registered
 def training_memory(model: str = "llama-2-7b") -> Panel:
     """Training memory per GPU by component, and which GPUs hold it."""
     controls = _model_controls(model) | {
@@ -253,6 +264,7 @@ def training_memory(model: str = "llama-2-7b") -> Panel:
     return Panel("Training memory explorer", controls, compute, draw, table, figsize=(8, 2.8))
 
 
+@_registered
 def inference_memory(model: str = "llama-3-8b") -> Panel:
     """Serving memory per GPU, and the longest context each GPU holds."""
     controls = _model_controls(model) | {
@@ -282,6 +294,7 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
     return Panel("Inference memory explorer", controls, compute, draw, table, figsize=(8, 7))
 
 
+@_registered
 def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
     """Whether a vLLM-style engine starts, and how much KV cache it gets (:mod:`engine`)."""
     controls = _model_controls(model) | {
@@ -309,6 +322,7 @@ def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
     return Panel(f"Will it start? ({engine.ENGINE})", controls, compute, draw, table, figsize=(8, 3.2))
 
 
+@_registered
 def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Training and inference FLOPs of a model, and its workloads on the GPU's roofline."""
     controls = _model_controls(model) | {
@@ -348,6 +362,7 @@ def _catalog_bars(fig: Figure, table: pd.DataFrame, column: str, gpu: str, xlabe
                     log=True, title=title)
 
 
+@_registered
 def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Days and GPU-hours to train a model on a GPU count, with the band, for every GPU."""
     controls = _model_controls(model) | {
@@ -374,6 +389,7 @@ def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
     return Panel("Training time", controls, result, draw, table, figsize=(8, 6))
 
 
+@_registered
 def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Decoding speed, time per output token and time to first token, for every GPU."""
     controls = _model_controls(model) | {
@@ -399,6 +415,7 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
 
 
+@_registered
 def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Step time (compute and exposed communication) and scaling efficiency against GPU count."""
     networks = tuple(n for n in comm.links() if n.startswith("ib-"))
@@ -431,6 +448,7 @@ def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
 PLAN_COUNTS = tuple(2**k for k in range(13))
 
 
+@_registered
 def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """The planner's best layout for a GPU count, its step term by term, and scaling efficiency as
     the count grows (at the model's fixed global batch)."""
@@ -463,6 +481,7 @@ def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Pane
     return Panel("3D parallelism", controls, result, draw, table, figsize=(9, 4.2))
 
 
+@_registered
 def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Panel:
     """Dollars for a training run under each pricing model, with bands."""
     controls = _model_controls(model) | {
@@ -501,6 +520,7 @@ def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
     return Panel("Training cost", controls, result, draw, table, figsize=(8, 3))
 
 
+@_registered
 def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
     """Cumulative cost of renting on demand against owning, and the break-even month."""
     controls = {
@@ -526,6 +546,7 @@ def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
     return Panel("Rent or buy", controls, result, draw, table, figsize=(8, 3.4))
 
 
+@_registered
 def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
     """Every GPU's best option for a task, ranked, with the constraint that binds."""
     controls = _model_controls(model) | {
@@ -559,6 +580,7 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
     return Panel("GPU selector", controls, result, draw, table, figsize=(8, 6))
 
 
+@_registered
 def wait_or_start(model: str = "llama-2-70b") -> Panel:
     """Finish day and cost of starting a run now against waiting for the next generation."""
     controls = _model_controls(model) | {
@@ -588,8 +610,6 @@ def wait_or_start(model: str = "llama-2-70b") -> Panel:
 
 
 def panels() -> dict[str, Callable[..., Panel]]:
-    """Every panel factory by name."""
-    return {"training_memory": training_memory, "inference_memory": inference_memory, "engine_start": engine_start,
-            "training_vs_inference": training_vs_inference, "training_time": training_time, "serving": serving,
-            "data_parallel": data_parallel, "parallelism": parallelism, "training_cost": training_cost, "rent_or_buy": rent_or_buy,
-            "selector": selector, "wait_or_start": wait_or_start}
+    """Every panel factory by name, in the order the chapters use them (the one list of panels:
+    the tests and benchmarks iterate it)."""
+    return dict(_PANELS)
