@@ -28,7 +28,7 @@ from nbclient import NotebookClient  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, select, serving, traffic, validation, widgets  # noqa: E402
+from helpers import _data, calibration, planner, select, serving, traffic, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 100, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -48,7 +48,9 @@ SWEEPS = {  # control values to step through for each panel: realistic slider mo
     "wait_or_start": [{"wait_months": m} for m in (3.0, 6.0, 12.0, 1.0)],
 }
 SELECTOR = {
-    "pretrain Llama 2 70B on 2T tokens": lambda: select.recommend("llama-2-70b", tokens=2e12),
+    "pretrain Llama 2 70B on 2T tokens (a deadline or budget move)": lambda: select.recommend("llama-2-70b", tokens=2e12),
+    "pretrain Llama 2 70B on 2T tokens (cold caches: a new model)": lambda: _cold(
+        lambda: select.recommend("llama-2-70b", tokens=2e12)),
     "serve Llama 2 7B at batch 1": lambda: select.recommend("llama-2-7b", task="serve"),
     "serve Llama 3 70B at 5 requests/s (cold caches)": lambda: _cold(lambda: select.recommend(
         "llama-3-70b", task="serve", requests_per_s=5, prompt_len=2048, output_len=512, ttft_s=2.0, tpot_s=0.05)),
@@ -57,9 +59,10 @@ SELECTOR = {
 
 
 def _cold(f):
-    """``f()`` after emptying the serving caches, as when a reader moves the prompt or output length."""
-    traffic._replica.cache_clear()
-    serving._per_gpu.cache_clear()
+    """``f()`` after emptying the planner's and the serving caches, as when a reader picks another
+    model or moves the prompt or output length."""
+    for cached in (planner._candidates, planner._block, planner._needs, traffic._replica, serving._per_gpu):
+        cached.cache_clear()
     return f()
 
 

@@ -19,7 +19,7 @@ per second (:func:`steptime.terms`) wins.
 """
 
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from math import ceil
 
 import numpy as np
@@ -184,6 +184,17 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     return {k: np.concatenate([c[k] for c in per_count]) for k in per_count[0]}, owner
 
 
+@lru_cache(maxsize=64)
+def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences: int, seq_len: int,
+           dtype: str) -> np.ndarray:
+    """:func:`layout_memory` of a :func:`_block`: the same for every GPU with that NVLink domain, so a
+    sweep over the catalog computes it once per domain (read-only)."""
+    c, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
+    need = layout_memory(model, c, seq_len, dtype)
+    need.flags.writeable = False
+    return need
+
+
 def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: str, target_sequences: int,
            network: Network, calibration: Calibration) -> list[Plan | None]:
     """The best layout for each GPU count (None where no layout can use that many GPUs), all
@@ -194,7 +205,7 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     if not len(owner):
         return [None] * len(counts)
-    need = layout_memory(model, c, seq_len, dtype)
+    need = _needs(model, domain, counts, target_sequences, seq_len, dtype)
     fits = need <= g.memory_bytes
     # candidates come in (none, full) pairs: full recompute only buys memory
     plain_fits = np.zeros_like(fits)
