@@ -68,3 +68,22 @@ def test_every_toc_chapter_notebook_is_tested():
     listed = {ROOT / (f + ".ipynb") for f in toc_files() if f.startswith("notebooks/")}
     assert listed <= set(NOTEBOOKS)
 
+
+
+def test_one_glue_key_one_value_across_the_book():
+    """One number for one fact: a glued value is keyed by what it is, so a key glued in two chapters
+    names the same quantity and must print the same value in both (a changed input that reaches one
+    chapter and not the other fails here). Unrelated quantities take distinct keys."""
+    seen: dict[str, dict[str, str]] = {}
+    for path in NOTEBOOKS:
+        for cell in code_cells(path):
+            for output in cell.get("outputs", []):
+                record = output.get("metadata", {}).get("scrapbook")
+                if record:
+                    data = output["data"]
+                    value = "".join(data.get(record["mime_prefix"] + "text/markdown") or
+                                    data.get(record["mime_prefix"] + "text/plain") or "")
+                    seen.setdefault(record["name"], {})[path.name] = value
+    assert len(seen) > 100
+    differing = {key: where for key, where in seen.items() if len(set(where.values())) > 1}
+    assert not differing, f"glue keys printing different values in different chapters: {differing}"
