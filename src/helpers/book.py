@@ -1,5 +1,6 @@
 """Small conveniences for the chapter notebooks: computed prose for ``{glue:md}`` and tables."""
 
+import base64
 import hashlib
 import re
 
@@ -45,11 +46,17 @@ def glue_claims(*claim_ids: str) -> None:
 
 
 def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "",
-          highlight: list[bool] | None = None) -> HTML:
+          highlight: list[bool] | None = None, rows: int | None = None) -> HTML:
     """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption, rows
     marked in ``highlight`` shaded) as HTML whose ids derive from the content, so that
-    re-executing a notebook changes nothing."""
-    uuid = hashlib.sha1((caption + frame.to_csv()).encode()).hexdigest()[:8]
+    re-executing a notebook changes nothing. With ``rows``, a longer frame shows its first
+    ``rows`` rows and offers all of them as a CSV file embedded in the page (a ``data:`` link: no
+    file to serve, and it works offline)."""
+    full = frame
+    if rows is not None and len(frame) > rows:
+        frame = frame.head(rows)
+        highlight = None if highlight is None else highlight[:rows]
+    uuid = hashlib.sha1((caption + full.to_csv()).encode()).hexdigest()[:8]
     defaults = {c: _yes_no if frame[c].dtype == bool else _number if pd.api.types.is_float_dtype(frame[c]) else _code
                 for c in frame.columns}
     styler = frame.style.set_uuid(uuid).hide(axis="index").format(defaults | (formats or {}), na_rep="–")
@@ -60,7 +67,13 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
         styler = styler.set_caption(caption)
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},
                                       {"selector": "th, td", "props": "padding: 0.2em 0.7em;"}])
-    return HTML(styler.to_html())
+    html = styler.to_html()
+    if len(frame) < len(full):
+        name = re.sub(r"[^a-z0-9]+", "-", caption.lower()).strip("-")[:48] or "table"
+        data = base64.b64encode(full.to_csv(index=False).encode()).decode()
+        html += (f'<p class="table-more">The first {len(frame)} of {len(full)} rows. <a download="{name}.csv" '
+                 f'href="data:text/csv;base64,{data}">Download all {len(full)} rows as CSV</a>.</p>')
+    return HTML(html)
 
 
 def _yes_no(value: bool) -> str:

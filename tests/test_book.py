@@ -1,0 +1,25 @@
+"""The book's presentation helpers (helpers.book)."""
+
+import base64
+import io
+import re
+
+import pandas as pd
+
+from helpers import book
+
+
+def test_a_long_table_shows_its_first_rows_and_embeds_all_of_them_as_csv():
+    frame = pd.DataFrame({"GPU": [f"G{i}" for i in range(30)], "days": [i / 3 for i in range(30)]})
+    html = book.table(frame, caption="A long table", rows=5).data
+    assert html.count("<tr") == 1 + 5  # the header and five rows
+    assert "The first 5 of 30 rows" in html and 'download="a-long-table.csv"' in html
+    embedded = re.search(r'href="data:text/csv;base64,([^"]+)"', html).group(1)
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(base64.b64decode(embedded).decode())), frame)
+    assert book.table(frame, caption="A long table", rows=5).data == html  # same bytes on re-execution
+
+
+def test_a_table_within_its_rows_has_no_download_link():
+    frame = pd.DataFrame({"a": [1, 2, 3]})
+    assert "download" not in book.table(frame, rows=3).data
+    assert book.table(frame, rows=3).data == book.table(frame).data
