@@ -17,8 +17,7 @@ def test_prices_are_dated_sourced_and_known_gpus():
 def test_every_gpu_has_a_rental_price_or_says_it_is_not_rented():
     table = cost.prices()
     said = set(table.loc[table["kind"].isin(["cloud_hour", cost.NOT_RENTED]), "gpu"])
-    # the H200 NVL is the one catalog GPU whose rental market the data has not covered yet
-    assert set(gpus.names()) - said <= {"H200-NVL-141GB"}
+    assert set(gpus.names()) == said
 
 
 def test_price_lookup():
