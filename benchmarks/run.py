@@ -61,7 +61,7 @@ SELECTOR = {
 def _cold(f):
     """``f()`` after emptying the planner's and the serving caches, as when a reader picks another
     model or moves the prompt or output length."""
-    for cached in (planner._candidates, planner._block, planner._needs, traffic._replica, serving._per_gpu):
+    for cached in (planner._block, planner._needs, planner._plans, traffic._replica, serving._per_gpu):
         cached.cache_clear()
     return f()
 
@@ -98,9 +98,12 @@ def panels() -> list[str]:
 
 
 def selector() -> list[str]:
-    lines = ["Training sweeps plan 13 GPU counts per GPU: the candidate layouts of all counts are built once per model "
-             "and cached, their memory is computed in one vectorised call, and only layouts that fit (full recompute only "
-             "where the same layout without recompute does not) are timed, again in one vectorised call per GPU (`planner._plans`).", "",
+    lines = ["Training sweeps plan 13 GPU counts per GPU. The candidate layouts of all counts are one masked numpy grid "
+             "per model and NVLink domain (`planner._block`), their memory one vectorised call per domain "
+             "(`planner._needs`); only layouts that fit (full recompute only where the same layout without recompute "
+             "does not) are timed, in one vectorised call per GPU, and the best of each count is picked by one "
+             "lexsort (`planner._plans`). Plans are cached per model, GPU and batch: a deadline or budget move "
+             "re-ranks the catalog without re-planning it; a new model (the cold rows) plans it all again.", "",
              "| sweep | median | p95 | GPUs ranked |", "| --- | --- | --- | --- |"]
     for name, f in SELECTOR.items():
         f()  # warm the data caches once, as a live panel has

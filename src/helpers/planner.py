@@ -115,38 +115,6 @@ def training_dtype(gpu: GPU, dtype: str | None = None) -> str:
     return "bf16" if gpu.supports("bf16") else "fp16"
 
 
-@cache
-def _candidates(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, n_gpus: int,
-                target_sequences: int) -> dict[str, np.ndarray]:
-    """Every layout tried for one GPU count, as arrays (see the module docstring)."""
-    rows = []
-    for tp in TP_DEGREES:
-        if tp > domain or n_gpus % tp or n_heads % tp or n_kv_heads % tp:
-            continue
-        for pp in PP_DEGREES:
-            if pp > n_layers or (n_gpus // tp) % pp:
-                continue
-            dp = n_gpus // (tp * pp)
-            for b in MICRO_BATCHES:
-                step = dp * b
-                if step > BATCH_SLACK * target_sequences:
-                    continue
-                # the multiples of dp * micro-batch on either side of the target within the slack, else both
-                sides = {n for n in (target_sequences // step, ceil(target_sequences / step)) if n}
-                near = {n for n in sides if target_sequences / BATCH_SLACK <= n * step <= BATCH_SLACK * target_sequences}
-                for micro_batches in sorted(near or sides):
-                    for vpp in VPP_DEGREES:
-                        if vpp > 1 and (pp == 1 or vpp > steptime.max_vpp(n_layers, pp) or micro_batches < pp):
-                            continue
-                        for zero in (1, 3):
-                            if zero == 3 and pp > 1:
-                                continue
-                            for rc in (0, 2):  # none, full
-                                rows.append((tp, pp, dp, b, micro_batches * step, vpp, zero, rc))
-    array = np.array(rows, dtype=np.int64).reshape(-1, 8)
-    return dict(zip(("tp", "pp", "dp", "micro_batch", "global_batch", "vpp", "zero_stage", "recompute"), array.T))
-
-
 def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: str, *, flash_attention: bool = True,
                   sequence_parallel: bool = True, dropout: bool = False) -> np.ndarray:
     """Bytes per GPU of each layout in ``c`` (arrays of :func:`steptime.terms`'s layout arguments):
@@ -178,10 +146,34 @@ def layout_bytes(model: "Model | str | float", layout: Layout) -> float:
 @cache
 def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tuple[int, ...],
            target_sequences: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Every candidate of every count in one set of arrays, and the count each belongs to."""
-    per_count = [_candidates(n_heads, n_kv_heads, n_layers, domain, n, target_sequences) for n in counts]
-    owner = np.repeat(np.arange(len(counts)), [len(c["tp"]) for c in per_count])
-    return {k: np.concatenate([c[k] for c in per_count]) for k in per_count[0]}, owner
+    """Every layout tried for each of ``counts`` GPUs (see the module docstring), as arrays, and
+    the index of the count each belongs to: the grid count x tp x pp x micro-batch x batch side x
+    vpp x ZeRO stage x recompute, in that order, masked to the valid layouts (count x tp x pp
+    first, to keep the grid small)."""
+    outer = np.meshgrid(np.arange(len(counts)), TP_DEGREES, PP_DEGREES, indexing="ij")
+    owner, tp, pp = (a.ravel() for a in outer)
+    n = np.array(counts, dtype=np.int64)[owner]
+    ok = (tp <= domain) & (n % tp == 0) & (n_heads % tp == 0) & (n_kv_heads % tp == 0) & (pp <= n_layers)
+    ok &= (n // tp) % pp == 0
+    inner = [a.ravel() for a in np.meshgrid(MICRO_BATCHES, (0, 1), VPP_DEGREES, (1, 3), (0, 2), indexing="ij")]
+    owner, tp, pp, n = (np.repeat(a[ok], len(inner[0])) for a in (owner, tp, pp, n))
+    b, side, vpp, zero, rc = (np.tile(a, ok.sum()) for a in inner)  # recompute: none, full
+    dp = n // (tp * pp)
+    step = dp * b
+    ok = step <= BATCH_SLACK * target_sequences
+    # the multiples of dp * micro-batch on either side of the target within the slack, else both
+    below, above = target_sequences // step, -(-target_sequences // step)
+    exists = (below > 0, (above > 0) & (above != below))
+    near = [e & (target_sequences / BATCH_SLACK <= m * step) & (m * step <= BATCH_SLACK * target_sequences)
+            for e, m in zip(exists, (below, above))]
+    either = near[0] | near[1]
+    ok &= np.where(side == 0, exists[0] & (near[0] | ~either), exists[1] & (near[1] | ~either))
+    multiple = np.where(side == 0, below, above)
+    ok &= (vpp == 1) | ((pp > 1) & (vpp <= -(-n_layers // pp)) & (multiple >= pp))
+    ok &= (zero == 1) | (pp == 1)  # ZeRO-3 shards what pipelining already splits
+    c = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": b, "global_batch": multiple * step, "vpp": vpp,
+         "zero_stage": zero, "recompute": rc}
+    return {k: v[ok] for k, v in c.items()}, owner[ok]
 
 
 @lru_cache(maxsize=64)
@@ -195,41 +187,44 @@ def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences:
     return need
 
 
+def _first_of_each(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Index of the smallest value of each group (the first where values tie), groups ascending."""
+    order = np.lexsort((values, groups))
+    ordered = groups[order]
+    return order[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])]
+
+
+@lru_cache(maxsize=256)
 def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: str, target_sequences: int,
-           network: Network, calibration: Calibration) -> list[Plan | None]:
+           network: Network, calibration: Calibration) -> tuple[Plan | None, ...]:
     """The best layout for each GPU count (None where no layout can use that many GPUs), all
     candidates of all counts evaluated in one vectorised call. Memory is checked first: the step
     is timed only for layouts that fit (or, for a count where none does, its most frugal one), and
-    a full-recompute layout only where the same layout without recompute does not fit."""
+    a full-recompute layout only where the same layout without recompute does not fit. Cached (the
+    plans are frozen): a reader moving a deadline or a budget re-ranks the catalog without
+    re-planning it."""
     domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server))
     c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     if not len(owner):
-        return [None] * len(counts)
+        return (None,) * len(counts)
     need = _needs(model, domain, counts, target_sequences, seq_len, dtype)
     fits = need <= g.memory_bytes
     # candidates come in (none, full) pairs: full recompute only buys memory
     plain_fits = np.zeros_like(fits)
     plain_fits[1:] = fits[:-1] & (c["recompute"][:-1] == 0) & (c["recompute"][1:] == 2)
     keep = fits & ~plain_fits
-    for k in set(range(len(counts))) - set(owner[fits]):  # nothing fits: keep the most frugal try
-        mine = np.flatnonzero(owner == k)
-        if len(mine):
-            keep[mine[np.argmin(need[mine])]] = True
+    frugal = _first_of_each(owner, need)  # where nothing of a count fits, keep its most frugal try
+    keep[frugal[np.bincount(owner[fits], minlength=len(counts))[owner[frugal]] == 0]] = True
     idx = np.flatnonzero(keep)
     kept = {k: v[idx] for k, v in c.items()}
     t = steptime.terms(model, g, **kept, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
     per_sequence = sum(t[k] for k in StepTime.TERMS) / kept["global_batch"]  # batches differ between layouts
-    out = []
-    for k, n in enumerate(counts):
-        mine = np.flatnonzero(owner[idx] == k)
-        if not len(mine):
-            out.append(None)
-            continue
-        i = mine[np.argmin(per_sequence[mine])]
+    out = [None] * len(counts)
+    for i in _first_of_each(owner[idx], per_sequence):
         layout, step = steptime.picked(model, g, kept, t, i, seq_len=seq_len, dtype=dtype)
-        out.append(Plan(gpu=g.name, n_gpus=n, layout=layout, step=step, memory_per_gpu=float(need[idx[i]]),
-                        fits=bool(fits[idx[i]])))
-    return out
+        out[owner[idx[i]]] = Plan(gpu=g.name, n_gpus=counts[owner[idx[i]]], layout=layout, step=step,
+                                  memory_per_gpu=float(need[idx[i]]), fits=bool(fits[idx[i]]))
+    return tuple(out)
 
 
 def plans(model: "Model | str | float", gpu: "GPU | str", counts: tuple[int, ...], *, seq_len: int = DEFAULT_SEQ_LEN,
@@ -245,9 +240,9 @@ def plans(model: "Model | str | float", gpu: "GPU | str", counts: tuple[int, ...
     g.peak_flops(dtype)  # a clear error for a dtype the GPU lacks
     target = batch_tokens(m, tokens) if global_batch_tokens is None else global_batch_tokens
     check_positive("global_batch_tokens", target)
-    return _plans(m, g, counts, seq_len, dtype, max(1, ceil(target / seq_len)),
-                  steptime.network_for(g) if network is None else network,
-                  steptime.default_calibration() if calibration is None else calibration)
+    return list(_plans(m, g, counts, seq_len, dtype, max(1, ceil(target / seq_len)),
+                       steptime.network_for(g) if network is None else network,
+                       steptime.default_calibration() if calibration is None else calibration))
 
 
 def plan(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, **kwargs) -> Plan:
