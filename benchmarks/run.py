@@ -47,21 +47,28 @@ SWEEPS = {  # control values to step through for each panel: realistic slider mo
     "selector": [{"task": t} for t in ("serve", "qlora", "finetune", "pretrain")],
     "wait_or_start": [{"wait_months": m} for m in (3.0, 6.0, 12.0, 1.0)],
 }
+def _traffic() -> pd.DataFrame:
+    return select.recommend("llama-3-70b", task="serve", requests_per_s=5, prompt_len=2048, output_len=512,
+                            ttft_s=2.0, tpot_s=0.05)
+
+
 SELECTOR = {
     "pretrain Llama 2 70B on 2T tokens (a deadline or budget move)": lambda: select.recommend("llama-2-70b", tokens=2e12),
     "pretrain Llama 2 70B on 2T tokens (cold caches: a new model)": lambda: _cold(
         lambda: select.recommend("llama-2-70b", tokens=2e12)),
-    "serve Llama 2 7B at batch 1": lambda: select.recommend("llama-2-7b", task="serve"),
-    "serve Llama 3 70B at 5 requests/s (cold caches)": lambda: _cold(lambda: select.recommend(
-        "llama-3-70b", task="serve", requests_per_s=5, prompt_len=2048, output_len=512, ttft_s=2.0, tpot_s=0.05)),
-    "QLoRA Llama 2 70B": lambda: select.recommend("llama-2-70b", task="qlora", tokens=1e8),
+    "serve Llama 2 7B at batch 1 (a latency or budget move)": lambda: select.recommend("llama-2-7b", task="serve"),
+    "serve Llama 2 7B at batch 1 (cold caches)": lambda: _cold(lambda: select.recommend("llama-2-7b", task="serve")),
+    "serve Llama 3 70B at 5 requests/s (a latency or budget move)": _traffic,
+    "serve Llama 3 70B at 5 requests/s (cold caches)": lambda: _cold(_traffic),
+    "QLoRA Llama 2 70B (a deadline or budget move)": lambda: select.recommend("llama-2-70b", task="qlora", tokens=1e8),
 }
 
 
 def _cold(f):
     """``f()`` after emptying the planner's and the serving caches, as when a reader picks another
     model or moves the prompt or output length."""
-    for cached in (planner._block, planner._needs, planner._plans, traffic._replica, serving._per_gpu):
+    for cached in (planner._block, planner._needs, planner._plans, select._serving, traffic._replica,
+                   serving._per_gpu):
         cached.cache_clear()
     return f()
 

@@ -13,6 +13,7 @@ batch), or, when none does, the option that came closest, with the constraint th
 one-line reason.
 """
 
+from functools import lru_cache
 from math import nan
 
 import pandas as pd
@@ -66,12 +67,20 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, to
     return options
 
 
-def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
+@lru_cache(maxsize=1024)
+def _serving(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> tuple:
+    """(fits, memory per GPU in GB, tokens/s, bound) of :func:`compare.serving_estimate`, cached: a
+    latency or budget move re-ranks the catalog without re-estimating it."""
     e = compare.serving_estimate(m, g, tp=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
-    tps, rate = e["tokens/s"].expected, cost.price(g, "cloud_hour")
+    return e["fits"], e["memory per GPU (GB)"], e["tokens/s"].expected, e["bound"]
+
+
+def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
+    fits, need, tps, bound = _serving(m, g, tp, dtype, batch_size, context_len)
+    rate = cost.price(g, "cloud_hour")
     return {"gpu": g.name, "n_gpus": tp, "settings": f"{dtype} weights, tensor parallel {tp}",
-            "fits": e["fits"], "memory per GPU (GB)": e["memory per GPU (GB)"], "tokens/s": tps,
-            "ms per token": batch_size / tps * 1000, "bound": "memory bandwidth" if e["bound"] == "memory" else "compute",
+            "fits": fits, "memory per GPU (GB)": need, "tokens/s": tps,
+            "ms per token": batch_size / tps * 1000, "bound": "memory bandwidth" if bound == "memory" else "compute",
             "cost_usd": rate * tp / (tps * 3600) * 1e6 if rate else nan}
 
 
