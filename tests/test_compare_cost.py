@@ -1,6 +1,7 @@
 import pytest
 
 from helpers import _data, compare, compute, cost, gpus
+from helpers.estimate import Estimate
 
 
 def test_prices_are_dated_sourced_and_known_gpus():
@@ -92,6 +93,45 @@ def test_ownership_and_break_even():
     assert cost.break_even_months(cost.rent_vs_buy("H100", 8, price_per_gpu_hour=0.01)) is None
     with pytest.raises(ValueError, match="utilization"):
         cost.ownership("H100", 8, utilization=0)
+
+
+def test_ownership_counts_network_storage_facility_and_staff():
+    """Hand calculations at the sourced expected values: 10.08 kW of server power for eight 700 W
+    H100s, colocated at $184.06 per kW and month; $1,139 of staff per GPU and year; storage 1.25 %
+    and, beyond one 8-GPU server, the network 13 % of the server price."""
+    one, eight = (cost.ownership("H100", n, years=3, utilization=0.5, gpu_price_usd=25000) for n in (8, 64))
+    kw = 8 * 0.7 * 1.8
+    assert one.facility.expected == pytest.approx(kw * 36 * 184.06)
+    assert one.staff.expected == pytest.approx(8 * 3 * 1139)
+    assert one.storage.expected == pytest.approx(0.0125 * one.capex)
+    assert one.network == Estimate.exact(0.0)  # eight GPUs fit one HGX server: no scale-out fabric
+    assert eight.network.expected == pytest.approx(0.13 * eight.capex)
+    assert eight.facility.expected == pytest.approx(8 * one.facility.expected)
+    assert one.total.expected == pytest.approx(sum(p.expected for p in one.parts().values()))
+    assert one.per_gpu_hour.expected == pytest.approx(one.total.expected / one.gpu_hours_used)
+    assert one.total.low < one.total.expected < one.total.high
+    # The facility is billed per provisioned kW: halving the use doubles its cost per GPU-hour.
+    busy = cost.ownership("H100", 8, years=3, utilization=1.0, gpu_price_usd=25000)
+    assert one.facility.expected / one.gpu_hours_used == pytest.approx(2 * busy.facility.expected / busy.gpu_hours_used)
+    # What a reader already has costs nothing: the bare servers and energy remain.
+    bare = cost.ownership("H100", 64, years=3, utilization=0.5, gpu_price_usd=25000, colocation_usd_per_kw_month=0,
+                          staff_usd_per_gpu_year=0, network_share=0, storage_share=0)
+    assert bare.total.expected == pytest.approx(bare.capex + bare.energy.expected)
+    hidden = cost.break_even_months(cost.rent_vs_buy("H100", 64, years=5))
+    assert hidden > cost.break_even_months(cost.rent_vs_buy("H100", 64, years=5, colocation_usd_per_kw_month=0,
+                                                            staff_usd_per_gpu_year=0, network_share=0, storage_share=0))
+    with pytest.raises(ValueError, match=r"colocation_usd_per_kw_month must be a number in \[0, 10000\], got -5"):
+        cost.ownership("H100", 8, colocation_usd_per_kw_month=-5)
+    with pytest.raises(ValueError, match="network_share"):
+        cost.ownership("H100", 64, network_share=float("nan"))
+
+
+def test_used_prices_are_dated_and_below_or_near_new():
+    used = cost.prices().query("kind == 'used_purchase'")
+    assert len(used) >= 5 and used["date"].notna().all() and used["source"].str.len().gt(40).all()
+    for name in used["gpu"]:
+        new = cost.price(name, "purchase")
+        assert new is None or cost.price(name, "used_purchase") <= 1.05 * new, name
 
 
 def test_serving_cost_per_million_tokens():

@@ -55,7 +55,7 @@ def _numbers(result):
         yield from _numbers(asdict(result))
         for name in ("total", "efficiency"):
             if hasattr(result, name):
-                yield getattr(result, name)
+                yield from _numbers(getattr(result, name))
 
 
 @st.composite
@@ -198,7 +198,9 @@ FRACTION = st.floats(0.0, 0.99)
                     price_per_gpu_hour=st.floats(0.05, 100), discount=FRACTION)),
        spoiled(dict(gpu=st.sampled_from(PRICED), n_gpus=st.integers(1, 4096), years=st.floats(0.1, 30),
                     utilization=st.floats(0.01, 1), gpu_price_usd=st.floats(100, 1e6),
-                    electricity_usd_per_kwh=st.floats(0, 1), pue=st.floats(1, 3))),
+                    electricity_usd_per_kwh=st.floats(0, 1), pue=st.floats(1, 3),
+                    colocation_usd_per_kw_month=st.floats(0, 1000), staff_usd_per_gpu_year=st.floats(0, 1e4),
+                    network_share=st.floats(0, 1), storage_share=st.floats(0, 1))),
        spoiled(dict(n_gpus=st.integers(1, 10**5), gpus_per_instance=st.sampled_from([1, 4, 8]),
                     interruptions_per_month=st.floats(0, 100), checkpoint_minutes=st.floats(0, 600),
                     restart_minutes=st.floats(0, 600))))

@@ -12,13 +12,13 @@ from math import sqrt
 
 import pandas as pd
 
-from . import _data, compute, gpus, memory, traffic
+from . import _data, compute, gpus, memory, steptime, traffic
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
 from .units import HOUR, check_instance, check_positive, check_range, check_result, renamed_keywords
 
-PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour")
+PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour", "used_purchase")
 #: A row of this kind, without a price, says where a GPU was looked for and found not for rent.
 NOT_RENTED = "not_rented"
 PRICING = ("on_demand", "reserved_1y", "reserved_3y", "spot", "owned")
@@ -29,7 +29,9 @@ MAX_YEARS = 30
 #: Allowed values of the reader's own assumptions, by argument (low, high, low end open, high end open).
 LIMITS = {"discount": (0, 1, False, True), "interruptions_per_month": (0, 1e4, False, False),
           "checkpoint_minutes": (0, 1e4, False, False), "restart_minutes": (0, 1e4, False, False),
-          "pue": (1, 10, False, False), "electricity_usd_per_kwh": (0, 100, False, False)}
+          "pue": (1, 10, False, False), "electricity_usd_per_kwh": (0, 100, False, False),
+          "colocation_usd_per_kw_month": (0, 1e4, False, False), "staff_usd_per_gpu_year": (0, 1e6, False, False),
+          "network_share": (0, 10, False, False), "storage_share": (0, 10, False, False)}
 
 
 def prices() -> pd.DataFrame:
@@ -111,24 +113,57 @@ def spot_overhead(n_gpus: int, *, gpus_per_instance: int = 8, interruptions_per_
 
 @dataclass(frozen=True)
 class Ownership:
-    """Buying GPUs: what it costs over ``years`` and per GPU-hour actually used (US dollars)."""
+    """Buying GPUs, in US dollars over the years owned: bought up front, the servers (``capex``)
+    and their share of a scale-out network and of shared storage; paid while owned, the energy
+    they draw, the colocation of their power (space, power delivery, cooling) and the staff who run
+    them. ``gpu_hours_used`` is the GPU-hours actually worked."""
 
     capex: float
     energy: Estimate
     gpu_hours_used: float
+    network: Estimate = Estimate.exact(0.0)
+    storage: Estimate = Estimate.exact(0.0)
+    facility: Estimate = Estimate.exact(0.0)
+    staff: Estimate = Estimate.exact(0.0)
+
+    def parts(self) -> dict[str, Estimate]:
+        """Each cost by name, bought up front first."""
+        return {"servers": Estimate.exact(self.capex), "network": self.network, "storage": self.storage,
+                "energy": self.energy, "facility": self.facility, "staff": self.staff}
+
+    @property
+    def upfront(self) -> Estimate:
+        return self.capex + self.network + self.storage
+
+    @property
+    def running(self) -> Estimate:
+        """Energy, facility and staff over the whole period."""
+        return self.energy + self.facility + self.staff
+
+    @property
+    def total(self) -> Estimate:
+        return self.upfront + self.running
 
     @property
     def per_gpu_hour(self) -> Estimate:
-        return self.energy.map(lambda e: (self.capex + e) / self.gpu_hours_used)
+        return self.total * (1 / self.gpu_hours_used)
 
 
 def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization: float = 0.7,
               gpu_price_usd: float | None = None, electricity_usd_per_kwh: "float | Estimate | None" = None,
-              pue: "float | Estimate | None" = None) -> Ownership:
+              pue: "float | Estimate | None" = None, colocation_usd_per_kw_month: "float | Estimate | None" = None,
+              staff_usd_per_gpu_year: "float | Estimate | None" = None,
+              network_share: "float | Estimate | None" = None, storage_share: "float | Estimate | None" = None,
+              ) -> Ownership:
     """Buy ``n_gpus`` GPUs in servers and run them for ``years`` at ``utilization``.
 
-    Capital: the GPU price over the GPUs' share of a server's price. Energy: the GPUs' TDP times
-    the server-to-GPU power ratio, times PUE, over the hours in use. No staff, space or network.
+    Servers: the GPU price over the GPUs' share of a server's price. Network: a share of that
+    price for the switches, optics and cables between servers, none when the GPUs fit one server
+    (:func:`steptime.network_for`). Storage: a share of it. Energy: the GPUs' TDP times the
+    server-to-GPU power ratio, times PUE, over the hours in use. Facility: colocation of that server
+    power, billed per provisioned kW every month whether used or not. Staff: per GPU and year.
+    Each defaults to its sourced range in ``data/cost_assumptions.csv``; pass 0 for what a reader
+    already has (their own building, their own team).
     """
     g = gpus.get(gpu)
     check_positive("n_gpus", n_gpus, integer=True)
@@ -145,7 +180,15 @@ def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization:
     p = _given(pue, "pue", "pue")
     energy = Estimate(kw * hours * tariff.low * p.low, kw * hours * tariff.expected * p.expected,
                       kw * hours * tariff.high * p.high)
-    return Ownership(capex=capex, energy=energy, gpu_hours_used=n_gpus * hours)
+    one_server = n_gpus <= steptime.network_for(g).gpus_per_server
+    network = Estimate.exact(0.0) if one_server else \
+        capex * _given(network_share, "network_share_of_capex", "network_share")
+    return Ownership(capex=capex, energy=energy, gpu_hours_used=n_gpus * hours, network=network,
+                     storage=capex * _given(storage_share, "storage_share_of_capex", "storage_share"),
+                     facility=kw * years * 12 * _given(colocation_usd_per_kw_month, "colocation_usd_per_kw_month",
+                                                       "colocation_usd_per_kw_month"),
+                     staff=n_gpus * years * _given(staff_usd_per_gpu_year, "staff_usd_per_gpu_year",
+                                                   "staff_usd_per_gpu_year"))
 
 
 def hourly_rate(gpu: "GPU | str", pricing: str = "on_demand", *, price_per_gpu_hour: float | None = None,
@@ -237,15 +280,18 @@ def break_even_utilization(curve: pd.DataFrame, api_usd_per_million: float) -> f
 
 
 def rent_vs_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization: float = 0.7,
-                price_per_gpu_hour: float | None = None, gpu_price_usd: float | None = None) -> pd.DataFrame:
-    """Cumulative cost by month of renting on demand and of owning (capital up front, then energy)."""
-    own = ownership(gpu, n_gpus, years=years, utilization=utilization, gpu_price_usd=gpu_price_usd)
+                price_per_gpu_hour: float | None = None, gpu_price_usd: float | None = None,
+                **ownership_costs: "float | Estimate | None") -> pd.DataFrame:
+    """Cumulative cost by month of renting on demand and of owning (servers, network and storage
+    up front, then energy, facility and staff each month), at the expected values; keywords of
+    :func:`ownership` set its other costs."""
+    own = ownership(gpu, n_gpus, years=years, utilization=utilization, gpu_price_usd=gpu_price_usd, **ownership_costs)
     rate = hourly_rate(gpu, "on_demand", price_per_gpu_hour=price_per_gpu_hour).expected
     months = range(int(years * 12) + 1)
     used = n_gpus * HOURS_PER_MONTH * utilization
-    energy_per_month = own.energy.expected / (years * 12)
+    per_month = own.running.expected / (years * 12)
     return pd.DataFrame({"month": list(months), "rent (USD)": [m * used * rate for m in months],
-                         "own (USD)": [own.capex + m * energy_per_month for m in months]})
+                         "own (USD)": [own.upfront.expected + m * per_month for m in months]})
 
 
 def break_even_months(table: pd.DataFrame) -> float | None:

@@ -39,3 +39,11 @@ class Estimate:
         return self.map(lambda v: v * factor)
 
     __rmul__ = __mul__
+
+    def __add__(self, other: "Estimate | float") -> "Estimate":
+        """End to end (low + low, high + high): the range when every part is at its low or its high
+        end together, as when costs that move with one market are added."""
+        o = other if isinstance(other, Estimate) else Estimate.exact(other)
+        return Estimate(self.low + o.low, self.expected + o.expected, self.high + o.high)
+
+    __radd__ = __add__
