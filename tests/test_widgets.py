@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from helpers import memory, models, widgets
+from helpers import cost, memory, models, widgets
 
 
 @pytest.fixture
@@ -263,6 +263,8 @@ def _values(control):
         return st.sampled_from([o[1] if isinstance(o, tuple) else o for o in control.options])
     if isinstance(control, w.IntSlider):
         return st.integers(control.min, control.max)
+    if isinstance(control, w.Checkbox):
+        return st.booleans()
     if isinstance(control, w.Textarea):  # a pasted config.json: none, a real one, broken ones, any text
         return st.sampled_from(["", CONFIG_JSON, "{not json", '{"model_type": "bert"}']) | st.text(max_size=40)
     return st.floats(control.min, control.max)  # FloatSlider, BoundedFloatText
@@ -331,3 +333,13 @@ def test_every_panel_has_a_benchmark_sweep():
     for name, moves in run.SWEEPS.items():
         controls = widgets.panels()[name]().controls
         assert all(set(move) <= set(controls) for move in moves), name
+
+
+def test_rent_or_buy_counts_overheads_unless_the_reader_has_them():
+    panel = widgets.rent_or_buy().set(n_gpus=64, years=5.0)
+    full = cost.break_even_months(panel.result)
+    bare = cost.break_even_months(panel.set(overheads=False).result)
+    assert bare < full
+    with pytest.raises(ValueError, match="overheads must be True or False, got 'no'"):
+        panel.set(overheads="no")
+    assert panel.values()["overheads"] is False  # nothing changed

@@ -228,10 +228,11 @@ def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
     fig.suptitle(title, fontsize=10)
 
 
-def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, title: str = "") -> Axes:
+def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, title: str = "",
+                own_label: str = "buy (servers + energy)") -> Axes:
     """Cumulative cost of renting and of owning by month (``cost.rent_vs_buy``), break-even marked."""
     ax.plot(table["month"], table["rent (USD)"] / 1e3, label="rent on demand")
-    ax.plot(table["month"], table["own (USD)"] / 1e3, label="buy (servers + energy)")
+    ax.plot(table["month"], table["own (USD)"] / 1e3, label=own_label)
     if break_even is not None:
         ax.axvline(break_even, color="0.3", linestyle=":", linewidth=1)
         ax.annotate(f" break-even: month {break_even:.0f}", (break_even, 0.05), xycoords=("data", "axes fraction"),

@@ -41,6 +41,10 @@ def _check_control(name: str, control: w.ValueWidget, value: Any) -> None:
         if not isinstance(value, str):
             raise ValueError(f"{name} must be text, got {value!r}")
         return
+    if isinstance(control, w.Checkbox):
+        if not isinstance(value, bool):
+            raise ValueError(f"{name} must be True or False, got {value!r}")
+        return
     integer = isinstance(control, w.IntSlider)
     kinds = (int,) if integer else (int, float)
     if isinstance(value, bool) or not isinstance(value, kinds) or not control.min <= value <= control.max:
@@ -522,7 +526,8 @@ def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
 
 @_registered
 def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
-    """Cumulative cost of renting on demand against owning, and the break-even month."""
+    """Cumulative cost of renting on demand against owning, and the break-even month; owning counts
+    the network, storage, colocation and staff unless the reader already has them."""
     controls = {
         "gpu": w.Dropdown(options=[n for n in gpus.names() if cost.price(n, "purchase")], value=gpu, description="GPU"),
         "n_gpus": w.SelectionSlider(options=(1, 2, 4, 8, 16, 32, 64), value=8, description="GPUs"),
@@ -530,18 +535,23 @@ def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
         "utilization": w.FloatSlider(value=0.7, min=0.05, max=1.0, step=0.05, description="utilization"),
         "price": w.BoundedFloatText(value=0.0, min=0.0, max=100.0, step=0.01,
                                     description="rental $/GPU-hour (0: median of the data)"),
+        "overheads": w.Checkbox(value=True, description="count network, storage, colocation and staff"),
     }
 
-    def result(gpu, n_gpus, years, utilization, price):
-        return cost.rent_vs_buy(gpu, n_gpus, years=years, utilization=utilization, price_per_gpu_hour=price or None)
+    def result(gpu, n_gpus, years, utilization, price, overheads):
+        have = {} if overheads else dict(colocation_usd_per_kw_month=0, staff_usd_per_gpu_year=0, network_share=0,
+                                          storage_share=0)
+        return cost.rent_vs_buy(gpu, n_gpus, years=years, utilization=utilization, price_per_gpu_hour=price or None,
+                                **have)
 
     def table(result, **kw):
         return result
 
-    def draw(fig, result, table, gpu, n_gpus, years, utilization, price):
+    def draw(fig, result, table, gpu, n_gpus, years, utilization, price, overheads):
         months = cost.break_even_months(result)
         plots.rent_vs_buy(fig.subplots(), result, months, title=f"{n_gpus} x {gpus.get(gpu).name}, "
-                                                                f"{utilization:.0%} utilization")
+                                                                f"{utilization:.0%} utilization",
+                          own_label="buy (all costs)" if overheads else "buy (servers + energy)")
 
     return Panel("Rent or buy", controls, result, draw, table, figsize=(8, 3.4))
 
