@@ -23,3 +23,12 @@ def test_a_table_within_its_rows_has_no_download_link():
     frame = pd.DataFrame({"a": [1, 2, 3]})
     assert "download" not in book.table(frame, rows=3).data
     assert book.table(frame, rows=3).data == book.table(frame).data
+
+
+def test_identifiers_stay_on_one_line_and_prose_wraps():
+    frame = pd.DataFrame({"gpu": ["RTX-PRO-6000-Server-96GB", "H100-SXM5-80GB"], "note": ["a long note that wraps", "x"],
+                          "days": [1.0, 2.0]})
+    html = book.table(frame).data
+    (selectors,) = re.findall(r"([^{}]*)\{\s*white-space: nowrap;", html)
+    nowrap = set(re.findall(r"_(row\d+_col\d+)", selectors))
+    assert nowrap == {"row0_col0", "row1_col0"}  # the GPU column only: not the prose, not the numbers

@@ -63,6 +63,10 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
     if highlight is not None:  # rows to draw attention to, e.g. the article's wrong claims
         marks = dict(zip(frame.index, highlight))
         styler = styler.apply(lambda row: ["background-color: #fbe3e4" if marks[row.name] else "" for _ in row], axis=1)
+    identifiers = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) and
+                   frame[c].dropna().map(lambda v: isinstance(v, str) and " " not in v and len(v) <= 30).all()]
+    if identifiers:  # GPU names and the like break at their hyphens: keep each on one line
+        styler = styler.set_properties(subset=identifiers, **{"white-space": "nowrap"})
     if caption:
         styler = styler.set_caption(caption)
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},

@@ -61,7 +61,7 @@ def price_summary() -> pd.DataFrame:
     rent = table[table["kind"] == "cloud_hour"].groupby("gpu")
     summary = pd.DataFrame({"on-demand prices": rent.size(), "lowest (USD/h)": rent["usd"].min(),
                             "median (USD/h)": rent["usd"].median(), "highest (USD/h)": rent["usd"].max(),
-                            "dated": rent["date"].agg(lambda d: f"{min(d)} to {max(d)}" if min(d) != max(d) else min(d)),
+                            "dated": rent["date"].agg(lambda d: f"{min(d)}–{max(d)}" if min(d) != max(d) else min(d)),
                             "purchase (USD)": table[table["kind"] == "purchase"].groupby("gpu")["usd"].median()})
     return summary.reindex(gpus.names()).rename_axis("gpu").reset_index()
 
