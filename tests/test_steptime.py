@@ -225,3 +225,11 @@ def test_memory_helpers_agree_with_training():
         acts = memory.activations(GPT, 2, 2048, recompute=rc, tp=tp)
         expect = memory.training(GPT, micro_batch_size=2, seq_len=2048, recompute=rc, zero_stage=zero, dp=dp, tp=tp, pp=pp)
         assert sum(states) + acts + memory.RUNTIME_OVERHEAD == pytest.approx(expect.total)
+
+
+def test_a_layout_describes_itself_and_names_recompute_only_when_used():
+    plain = steptime.Layout(tp=2, pp=1, dp=4, micro_batch=1, global_batch=8, seq_len=2048, zero_stage=1, recompute="none")
+    assert plain.describe() == "TP 2 x PP 1 x DP 4, micro-batch 1, ZeRO-1"
+    deep = steptime.Layout(tp=2, pp=2, dp=4, micro_batch=1, global_batch=8, seq_len=2048, zero_stage=1,
+                           recompute="full", vpp=2)
+    assert deep.describe() == "TP 2 x PP 2 (interleaved 2) x DP 4, micro-batch 1, ZeRO-1, full recompute"

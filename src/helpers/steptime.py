@@ -133,11 +133,11 @@ class Layout:
         return self.global_batch * self.seq_len
 
     def describe(self) -> str:
-        """A short label: 'TP 8 x PP 4 x DP 16, micro-batch 1, ZeRO-1, selective recompute'."""
+        """A short label: 'TP 8 x PP 4 x DP 16, micro-batch 1, ZeRO-1, selective recompute' (the
+        recompute only when there is one)."""
         parts = [f"TP {self.tp} x PP {self.pp}" + (f" (interleaved {self.vpp})" if self.vpp > 1 else "") +
-                 f" x DP {self.dp}", f"micro-batch {self.micro_batch}", f"ZeRO-{self.zero_stage}",
-                 f"{self.recompute} recompute"]
-        return ", ".join(parts)
+                 f" x DP {self.dp}", f"micro-batch {self.micro_batch}", f"ZeRO-{self.zero_stage}"]
+        return ", ".join(parts + [f"{self.recompute} recompute"] * (self.recompute != "none"))
 
 
 @dataclass(frozen=True)
