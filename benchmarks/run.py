@@ -28,7 +28,7 @@ from nbclient import NotebookClient  # noqa: E402
 
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, planner, select, serving, traffic, validation, widgets  # noqa: E402
+from helpers import _data, calibration, planner, plots, select, serving, traffic, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 100, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -269,6 +269,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="also time a clean build and the tests, and weigh kernels and pages")
     args = parser.parse_args()
+    plots.use_book_style()  # as every chapter's setup cell does
     lines = ["# Benchmarks", "",
              f"Machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python "
              f"{platform.python_version()}, matplotlib {matplotlib.__version__}. Written by `python benchmarks/run.py"

@@ -17,7 +17,8 @@ LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimize
 
 BOOK_STYLE = {"figure.dpi": 100, "savefig.dpi": 100, "font.size": 10, "axes.spines.top": False,
               "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "figure.figsize": (8, 3.5),
-              "svg.hashsalt": "gpu-book", "axes.titlelocation": "left"}
+              "svg.hashsalt": "gpu-book", "axes.titlelocation": "left",
+              "axes.titley": 1.0}  # titles sit above the axes (none has labels on top): no search for a place each draw
 
 
 def use_book_style() -> None:
@@ -53,7 +54,7 @@ def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities:
                         bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75})
             labelled = size / GB
     for y, total in enumerate(left):
-        ax.annotate(f" {total:,.1f} GB", (total, y), va="center", fontsize=9)
+        ax.annotate(f" {total:,.1f} GB", (total, y), va="center", fontsize=9, annotation_clip=False)
     ax.set_xlabel("memory per GPU (GB, decimal)")
     ax.set_xlim(0, xmax)
     ax.invert_yaxis()
@@ -72,7 +73,7 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
     ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:,.0f}k")
     for y, t in enumerate(tokens):
         ax.annotate(" weights do not fit" if t == 0 else f" {t:,}", (t, y), va="center", fontsize=7,
-                    color="#C44E52" if t == 0 else "0.2")
+                    color="#C44E52" if t == 0 else "0.2", annotation_clip=False)
     if trained_context:
         ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2,
                    label=f"context the model was trained for ({trained_context:,})")
@@ -102,8 +103,8 @@ def roofline(ax: Axes, gpus: list[GPU], dtype: str, points: dict[str, float] | N
         peak, bw = g.peak_flops(dtype), g.memory_bandwidth
         for j, (label, x) in enumerate(points.items()):
             y = min(peak, x * bw) / TFLOPS
-            ax.scatter([x], [y], zorder=3, color=f"C{(j + len(gpus)) % 10}", edgecolor="black", s=40,
-                       label=f"{label}: {x:,.0f} FLOP/B, {'memory' if x * bw < peak else 'compute'}-bound")
+            ax.plot([x], [y], marker="o", linestyle="none", markersize=40 ** 0.5, color=f"C{(j + len(gpus)) % 10}",
+                    markeredgecolor="black", zorder=3, label=f"{label}: {x:,.0f} FLOP/B, {'memory' if x * bw < peak else 'compute'}-bound")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), xlabel="arithmetic intensity (FLOP per byte of memory traffic)",
            ylabel="attainable TFLOP/s (dense)")
     _no_minor_ticks(ax)
@@ -130,7 +131,8 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
             bar.set_facecolor("#DDDDDD")
         note = " does not fit" if lab in excluded else ""
         ax.annotate(f"{value:,.3g}{note}", (b.high / scale, bar.get_y() + bar.get_height() / 2), va="center",
-                    fontsize=7, xytext=(4, 0), textcoords="offset points", color="#C44E52" if note else "0.2")
+                    fontsize=7, xytext=(4, 0), textcoords="offset points", color="#C44E52" if note else "0.2",
+                    annotation_clip=False)
     right = max(b.high for b in bands) / scale
     if log:
         ax.set_xlim(min(b.low for b in bands) / scale / 1.5, right * 3)
@@ -215,13 +217,14 @@ def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
     fig.legend(*left.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=4)
     counts = [p.n_gpus for p in shown]
     right.plot(counts, [p.scaling_efficiency * 100 for p in shown], color="0.6", linewidth=0.8)
-    right.scatter([p.n_gpus for p in shown if p.fits], [p.scaling_efficiency * 100 for p in shown if p.fits],
-                  color="#4C72B0", zorder=2, label="fits")
-    right.scatter([p.n_gpus for p in shown if not p.fits], [p.scaling_efficiency * 100 for p in shown if not p.fits],
-                  color="0.6", marker="x", zorder=2, label="does not fit")
+    right.plot([p.n_gpus for p in shown if p.fits], [p.scaling_efficiency * 100 for p in shown if p.fits],
+               marker="o", linestyle="none", color="#4C72B0", zorder=2, label="fits")
+    right.plot([p.n_gpus for p in shown if not p.fits], [p.scaling_efficiency * 100 for p in shown if not p.fits],
+               marker="x", linestyle="none", color="0.6", zorder=2, label="does not fit")
     for p in shown:
         if p.n_gpus == chosen:
-            right.scatter([p.n_gpus], [p.scaling_efficiency * 100], s=110, facecolors="none", edgecolors="0.1", zorder=3)
+            right.plot([p.n_gpus], [p.scaling_efficiency * 100], marker="o", linestyle="none", markersize=110 ** 0.5,
+                       markerfacecolor="none", markeredgecolor="0.1", zorder=3)
     right.set(xscale="log", xlabel="GPUs", ylabel="scaling efficiency (%)", ylim=(0, 105))
     _no_minor_ticks(right)
     right.set_xticks(counts, labels, fontsize=7)
@@ -258,7 +261,7 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     for y, (_, row) in enumerate(table.iterrows()):
         price = "" if row["cost_usd"] == row["cost_usd"] else "no dated price, "
         ax.annotate(f" {price}{row['n_gpus']} GPU{'s' if row['n_gpus'] > 1 else ''}, {row['binding']}",
-                    (values.iloc[y], y), va="center", fontsize=7)
+                    (values.iloc[y], y), va="center", fontsize=7, annotation_clip=False)
     ax.set_xlabel("US dollars per million tokens" if serve else "US dollars on demand")
     ax.set_xlim(0, values.max() * 1.6 or 1)
     ax.invert_yaxis()
@@ -297,7 +300,7 @@ def wait_curve(ax: Axes, result: dict, wait_months: float, *, title: str = "") -
     months = [m / 2 for m in range(0, 49)]
     ax.axhline(now, color="#4C72B0", label="start now")
     ax.plot(months, [m * 30.44 + run_later for m in months], color="#DD8452", label="wait, then run on the next generation")
-    ax.scatter([wait_months], [result["wait: finish (days)"]], color="#DD8452", zorder=3)
+    ax.plot([wait_months], [result["wait: finish (days)"]], marker="o", linestyle="none", color="#DD8452", zorder=3)
     ax.axvline(max(result["break-even wait (months)"], 0), color="0.4", linestyle=":", linewidth=1)
     ax.set(xlabel="months of waiting", ylabel="finished after (days)")
     ax.legend(fontsize=8)

@@ -177,8 +177,9 @@ def _texts_inside(fig: Figure) -> bool:
                     drawn += [tick.label1, tick.label2]
     drawn += [t for t in fig.findobj(Text) if id(t) not in ticks]
     renderer, box = fig.canvas.get_renderer(), fig.bbox
+    # Text's own extent: an annotation's would first re-test whether its point lies in the axes
     return all(box.x0 - 1 <= e.x0 and e.x1 <= box.x1 + 1 and box.y0 - 1 <= e.y0 and e.y1 <= box.y1 + 1
-               for e in (t.get_window_extent(renderer) for t in drawn if t.get_visible() and t.get_text()))
+               for e in (Text.get_window_extent(t, renderer) for t in drawn if t.get_visible() and t.get_text()))
 
 
 def _stops(low: float, high: float) -> tuple[tuple[str, float], ...]:
