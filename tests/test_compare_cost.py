@@ -114,12 +114,10 @@ def test_ownership_counts_network_storage_facility_and_staff():
     busy = cost.ownership("H100", 8, years=3, utilization=1.0, gpu_price_usd=25000)
     assert one.facility.expected / one.gpu_hours_used == pytest.approx(2 * busy.facility.expected / busy.gpu_hours_used)
     # What a reader already has costs nothing: the bare servers and energy remain.
-    bare = cost.ownership("H100", 64, years=3, utilization=0.5, gpu_price_usd=25000, colocation_usd_per_kw_month=0,
-                          staff_usd_per_gpu_year=0, network_share=0, storage_share=0)
+    bare = cost.ownership("H100", 64, years=3, utilization=0.5, gpu_price_usd=25000, **cost.SERVERS_AND_ENERGY)
     assert bare.total.expected == pytest.approx(bare.capex + bare.energy.expected)
     hidden = cost.break_even_months(cost.rent_vs_buy("H100", 64, years=5))
-    assert hidden > cost.break_even_months(cost.rent_vs_buy("H100", 64, years=5, colocation_usd_per_kw_month=0,
-                                                            staff_usd_per_gpu_year=0, network_share=0, storage_share=0))
+    assert hidden > cost.break_even_months(cost.rent_vs_buy("H100", 64, years=5, **cost.SERVERS_AND_ENERGY))
     with pytest.raises(ValueError, match=r"colocation_usd_per_kw_month must be a number in \[0, 10000\], got -5"):
         cost.ownership("H100", 8, colocation_usd_per_kw_month=-5)
     with pytest.raises(ValueError, match="network_share"):

@@ -9,6 +9,7 @@ their sources; every function takes the reader's own figures instead.
 from dataclasses import dataclass
 from functools import cache
 from math import sqrt
+from types import MappingProxyType
 
 import pandas as pd
 
@@ -22,6 +23,10 @@ PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour", "used_purchase")
 #: A row of this kind, without a price, says where a GPU was looked for and found not for rent.
 NOT_RENTED = "not_rented"
 PRICING = ("on_demand", "reserved_1y", "reserved_3y", "spot", "owned")
+#: :func:`ownership` keywords that leave only servers and energy: what a reader who already has a
+#: building, a network, storage and a team pays.
+SERVERS_AND_ENERGY = MappingProxyType({"colocation_usd_per_kw_month": 0, "staff_usd_per_gpu_year": 0,
+                                       "network_share": 0, "storage_share": 0})
 HOURS_PER_YEAR = 8766.0  # 365.25 days
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12
 #: Longest horizon of an ownership calculation: hardware is written off in 3-6 years.

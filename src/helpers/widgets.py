@@ -540,10 +540,8 @@ def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
     }
 
     def result(gpu, n_gpus, years, utilization, price, overheads):
-        have = {} if overheads else dict(colocation_usd_per_kw_month=0, staff_usd_per_gpu_year=0, network_share=0,
-                                          storage_share=0)
         return cost.rent_vs_buy(gpu, n_gpus, years=years, utilization=utilization, price_per_gpu_hour=price or None,
-                                **have)
+                                **({} if overheads else cost.SERVERS_AND_ENERGY))
 
     def table(result, **kw):
         return result
