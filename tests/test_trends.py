@@ -21,3 +21,18 @@ def test_wait_or_start():
     assert late["wait: finish (days)"] > late["start now: finish (days)"]
     with pytest.raises(ValueError, match="wait_months"):
         trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=-1, later_price=6.0)
+
+
+def test_the_generations_chart_names_every_point_once():
+    import matplotlib.pyplot as plt
+
+    from helpers import plots
+    table = trends.generations()
+    fig, (compute, memory) = plt.subplots(1, 2)
+    plots.generations(compute, memory, table)
+    labels = [t.get_text() for ax in (compute, memory) for t in ax.texts]
+    named = [n for label in labels for n in label.split("/")]
+    expected = sum(table[c].notna().sum() for _, c, *_ in plots.GENERATION_SERIES)
+    assert len(named) == expected  # every point, shared labels counted per part
+    assert "B300/GB300" in labels  # the same 288 GB in the same year: one label, not two on top of each other
+    plt.close(fig)

@@ -306,3 +306,33 @@ def wait_curve(ax: Axes, result: dict, wait_months: float, *, title: str = "") -
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=10)
     return ax
+
+
+#: Series of :func:`generations`: panel, column, marker, colour, legend label, divisor.
+GENERATION_SERIES = (("compute", "16-bit TFLOP/s", "o", "C0", "16-bit dense TFLOP/s", 1),
+                     ("compute", "FP8 TFLOP/s", "s", "C1", "FP8 dense TFLOP/s", 1),
+                     ("memory", "bandwidth (TB/s)", "o", "#55A868", "memory bandwidth (TB/s)", 1),
+                     ("memory", "memory (GB)", "s", "#8172B3", "memory (100 GB)", 100))
+
+
+def generations(compute: Axes, memory: Axes, table: pd.DataFrame) -> None:
+    """A vendor's generations by launch year (``trends.generations``): dense 16-bit and FP8 peaks
+    (log scale) on ``compute``, memory bandwidth and capacity on ``memory``; every point is named,
+    since parts launched in the same year stack on one another."""
+    axes = {"compute": compute, "memory": memory}
+    names = [name.split("-")[0] for name in table["GPU"]]
+    for panel, column, marker, color, label, divisor in GENERATION_SERIES:
+        values = table[column] / divisor
+        axes[panel].plot(table["year"], values, marker=marker, linestyle="none", color=color, label=label)
+        same = {}  # parts with the same figure in the same year share one label
+        for name, year, value in zip(names, table["year"], values):
+            if value == value:  # no FP8 on the oldest parts
+                same.setdefault((year, value), []).append(name)
+        for (year, value), shared in same.items():
+            axes[panel].annotate("/".join(shared), (year, value), xytext=(5, 0), textcoords="offset points",
+                                 va="center", fontsize=6, color=color, annotation_clip=False)
+    compute.set(yscale="log", xlabel="launch year", title="Compute")
+    memory.set(xlabel="launch year", title="Memory")
+    for ax in axes.values():
+        ax.set_xlim(table["year"].min() - 0.5, table["year"].max() + 1)
+        ax.legend(fontsize=8, loc="upper left")
