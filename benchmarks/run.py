@@ -47,6 +47,8 @@ SWEEPS = {  # control values to step through for each panel: realistic slider mo
     "selector": [{"task": t} for t in ("serve", "qlora", "finetune", "pretrain")],
     "wait_or_start": [{"wait_months": m} for m in (3.0, 6.0, 12.0, 1.0)],
 }
+
+
 def _traffic() -> pd.DataFrame:
     return select.recommend("llama-3-70b", task="serve", requests_per_s=5, prompt_len=2048, output_len=512,
                             ttft_s=2.0, tpot_s=0.05)

@@ -158,8 +158,8 @@ def ownership(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization:
               gpu_price_usd: float | None = None, electricity_usd_per_kwh: "float | Estimate | None" = None,
               pue: "float | Estimate | None" = None, colocation_usd_per_kw_month: "float | Estimate | None" = None,
               staff_usd_per_gpu_year: "float | Estimate | None" = None,
-              network_share: "float | Estimate | None" = None, storage_share: "float | Estimate | None" = None,
-              ) -> Ownership:
+              network_share: "float | Estimate | None" = None,
+              storage_share: "float | Estimate | None" = None) -> Ownership:
     """Buy ``n_gpus`` GPUs in servers and run them for ``years`` at ``utilization``.
 
     Servers: the GPU price over the GPUs' share of a server's price. Network: a share of that

@@ -150,13 +150,15 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     the index of the count each belongs to: the grid count x tp x pp x micro-batch x batch side x
     vpp x ZeRO stage x recompute, in that order, masked to the valid layouts (count x tp x pp
     first, to keep the grid small)."""
-    outer = np.meshgrid(np.arange(len(counts)), TP_DEGREES, PP_DEGREES, indexing="ij")
-    owner, tp, pp = (a.ravel() for a in outer)
+    outer = np.meshgrid(np.arange(len(counts)), TP_DEGREES, np.arange(len(PP_DEGREES)), indexing="ij")
+    owner, tp, stage = (a.ravel() for a in outer)
+    pp = np.array(PP_DEGREES)[stage]
+    deepest = np.array([steptime.max_vpp(n_layers, p) for p in PP_DEGREES])[stage]  # most chunks per stage
     n = np.array(counts, dtype=np.int64)[owner]
     ok = (tp <= domain) & (n % tp == 0) & (n_heads % tp == 0) & (n_kv_heads % tp == 0) & (pp <= n_layers)
     ok &= (n // tp) % pp == 0
     inner = [a.ravel() for a in np.meshgrid(MICRO_BATCHES, (0, 1), VPP_DEGREES, (1, 3), (0, 2), indexing="ij")]
-    owner, tp, pp, n = (np.repeat(a[ok], len(inner[0])) for a in (owner, tp, pp, n))
+    owner, tp, pp, deepest, n = (np.repeat(a[ok], len(inner[0])) for a in (owner, tp, pp, deepest, n))
     b, side, vpp, zero, rc = (np.tile(a, ok.sum()) for a in inner)  # recompute: none, full
     dp = n // (tp * pp)
     step = dp * b
@@ -169,7 +171,7 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     either = near[0] | near[1]
     ok &= np.where(side == 0, exists[0] & (near[0] | ~either), exists[1] & (near[1] | ~either))
     multiple = np.where(side == 0, below, above)
-    ok &= (vpp == 1) | ((pp > 1) & (vpp <= -(-n_layers // pp)) & (multiple >= pp))
+    ok &= (vpp == 1) | ((pp > 1) & (vpp <= deepest) & (multiple >= pp))
     ok &= (zero == 1) | (pp == 1)  # ZeRO-3 shards what pipelining already splits
     c = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": b, "global_batch": multiple * step, "vpp": vpp,
          "zero_stage": zero, "recompute": rc}

@@ -103,8 +103,9 @@ def roofline(ax: Axes, gpus: list[GPU], dtype: str, points: dict[str, float] | N
         peak, bw = g.peak_flops(dtype), g.memory_bandwidth
         for j, (label, x) in enumerate(points.items()):
             y = min(peak, x * bw) / TFLOPS
+            bound = "memory" if x * bw < peak else "compute"
             ax.plot([x], [y], marker="o", linestyle="none", markersize=40 ** 0.5, color=f"C{(j + len(gpus)) % 10}",
-                    markeredgecolor="black", zorder=3, label=f"{label}: {x:,.0f} FLOP/B, {'memory' if x * bw < peak else 'compute'}-bound")
+                    markeredgecolor="black", zorder=3, label=f"{label}: {x:,.0f} FLOP/B, {bound}-bound")
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), xlabel="arithmetic intensity (FLOP per byte of memory traffic)",
            ylabel="attainable TFLOP/s (dense)")
     _no_minor_ticks(ax)
