@@ -1,13 +1,19 @@
+import dataclasses
 import json
 import re
 from pathlib import Path
 
 import pytest
 
-from helpers import claims, compute, gpus, memory, models
+from helpers import _data, book, claims, compute, gpus, memory
 from helpers.units import GB
 
 TABLE = claims.table()
+NOTEBOOKS = sorted((Path(__file__).parents[1] / "notebooks").glob("0*.ipynb"))
+
+
+def figures(claim_id: str):
+    return claims.finding(claim_id).figures
 
 
 def test_table_shape_and_content():
@@ -20,104 +26,133 @@ def test_table_shape_and_content():
     assert TABLE.loc[prose, "quote_zh"].str.contains(r"[\u4e00-\u9fff]").all()
 
 
-def test_memory_claims_of_sections_2_2_and_4_2_are_covered():
-    ids = set(TABLE["id"])
-    assert {"train-vs-infer", "weights-175b", "gradients", "adam-2x", "a6000-10b", "recompute-saving",
-            "recompute-cost", "a6000-20b"} <= ids
+def test_each_claim_is_checked_once_by_a_registered_function_or_by_sourced_text():
+    """A claim that numbers settle has a check registered under its id and no verdict in the CSV
+    (one place for each verdict); a claim about code or APIs has its verdict and sourced text there."""
+    rows = _data.table("claims").set_index("id")
+    sourced = rows["checked_text"].notna()
+    assert set(claims._CHECKS) == set(rows.index[~sourced])
+    assert rows.loc[~sourced, ["verdict", "note"]].isna().all().all()
+    assert rows.loc[sourced, "verdict"].isin(claims.VERDICTS).all()
+    assert 45 <= len(claims._CHECKS) and sourced.sum() <= 15
+    with pytest.raises(ValueError, match="two checks"):
+        claims._checks("gpt3-175b")(lambda: None)
 
 
-def test_section_2_1_claims_are_covered():
-    assert {"h100-fp8-3x", "a100-tf32-v100", "rtx4090-tensor-cores", "rtx4090-30pct", "fp16-tf32-key",
-            "torch-cuda-amp"} <= set(TABLE["id"])
+def test_every_verdict_has_a_box_style():
+    assert set(claims.BOX_CLASS) == set(claims.VERDICTS)
+    assert claims.BOX_CLASS["wrong"] == "warning" and claims.BOX_CLASS["correct"] == "tip"
+    assert "tip" not in {claims.BOX_CLASS[v] for v in ("depends", "roughly right", "unverifiable", "opinion")}
 
 
-def test_section_2_1_verdicts_follow_the_numbers():
-    h100, a100, v100, rtx = gpus.get("H100"), gpus.get("A100 80GB"), gpus.get("V100"), gpus.get("4090")
-    assert h100.peak_flops("bf16") / a100.peak_flops("bf16") == pytest.approx(3.2, abs=0.05)
-    assert not v100.supports("tf32")
-    assert not 1.6 < a100.peak_flops("tf32") / v100.peak_flops("fp32") < 2.0
-    assert rtx.supports("fp8") and rtx.peak_flops("bf16") > rtx.peak_flops("fp32")
-    assert rtx.peak_flops("bf16") / a100.peak_flops("bf16") > 0.45
-
-
-def test_verdicts_follow_the_numbers():
-    # 175B in 16 bit is 350 GB: correct
-    assert memory.inference(175e9).weights == pytest.approx(350 * GB)
-    # training vs inference: model states alone are 8x, outside "3-5x"
-    b = memory.training(1e9)
-    assert (b.weights + b.gradients + b.optimizer) / (2 * 1e9) > 5
-    # Adam: 12 bytes/parameter with master weights is 6x the bf16 weights, not 2x
-    assert memory.training(1e9).optimizer / memory.training(1e9).weights == pytest.approx(6)
-    # 10B with AdamW does not fit an 80 GB A100 even before activations
-    b10 = memory.training(10e9)
-    assert b10.weights + b10.gradients + b10.optimizer > gpus.get("A100 80GB").memory_bytes
-    # recompute costs 33 %, "30 %" is roughly right
-    assert compute.training_flops(1e9, 1, recompute="full") / compute.training_flops(1e9, 1) == pytest.approx(4 / 3)
-    # 20B weights alone exceed 24 GB; the A6000 has 48 GB
-    assert memory.inference(models.dense(20e9)).weights > 24 * GB
-    assert gpus.get("A6000").memory_gb_vendor == 48
-    # fp16 mixed precision does not halve training memory
-    m = models.get("llama-2-7b")
-    assert memory.training(m, dtype="fp16").total > 0.6 * memory.training(m, dtype="fp32").total
-
-
-def test_checked_values_quote_computed_figures():
-    row = claims.get("weights-175b")
-    assert "350 GB" in row["checked_value"] and "700 GB" in row["checked_value"]
-    assert "48 GB" in claims.get("a6000-20b")["checked_value"]
+def test_findings_compose_their_sentences_from_their_figures():
+    f = claims.finding("weights-175b")
+    assert f.verdict == "correct" and f.note == "in 16-bit"
+    assert f.figures["weights"] == pytest.approx(350 * GB) and f.figures["fp32"] == pytest.approx(700 * GB)
+    assert "350 GB" in f.sentence and f"{f.figures['gib']:,.0f} GiB" in f.sentence
+    with pytest.raises(ValueError, match="verdict must be one of"):
+        claims._found("nearly", "text")
     with pytest.raises(ValueError, match="claim_id='nope' is not a known claim"):
-        claims.get("nope")
+        claims.finding("nope")
 
 
-def test_section_3_claims_follow_the_numbers():
+def test_memory_figures_follow_the_memory_model():
+    # training vs inference: model states alone are 8x, outside "3-5x"
+    assert figures("train-vs-infer")["states_ratio"] == pytest.approx(8)
+    assert claims.finding("train-vs-infer").verdict == "wrong"
+    # Adam: 12 bytes/parameter with master weights is 6x the bf16 weights, not 2x
+    assert figures("adam-2x")["ratio"] == pytest.approx(6)
+    assert figures("adam-2x")["bytes_per_param"] == pytest.approx(12)
+    # 10B with AdamW does not fit an 80 GB A100 even before activations
+    assert figures("a6000-10b")["states"] == pytest.approx(160 * GB)
+    assert claims.finding("a6000-10b").note == "implausible as told"
+    # recompute costs 33 %, "30 %" is roughly right
+    assert figures("recompute-cost")["ratio"] == pytest.approx(4 / 3)
+    # 20B weights alone exceed 24 GB; the A6000 has 48 GB
+    assert figures("a6000-20b")["weights"] == pytest.approx(40 * GB) and figures("a6000-20b")["a6000_gb"] == 48
+    assert figures("a6000-20b")["qlora"] < 24 * GB < figures("a6000-20b")["full"]
+    # fp16 mixed precision does not halve training memory
+    assert figures("fp16-halves")["saving"] < 0.2 and claims.finding("fp16-halves").verdict == "depends"
+    # checkpointing's saving on the total straddles 60-70 %: it depends on the share of activations
+    saving = figures("recompute-saving")
+    assert saving["alone_saving"] < 0.6 < 0.7 < saving["zero3_saving"]
+
+
+def test_gpu_figures_follow_the_datasheets():
+    assert figures("h100-1979")["sxm_tflops"] == pytest.approx(1979, abs=0.5)
+    assert figures("h100-fp8-3x")["peak_bf16"] == pytest.approx(3.17, abs=0.01)
+    assert figures("a100-tf32-v100")["tf32_fp32"] == pytest.approx(9.9, abs=0.1)
+    assert claims.finding("a100-tf32-v100").note.startswith("misleading")
+    assert figures("rtx4090-tensor-cores")["bf16_tflops"] > figures("rtx4090-tensor-cores")["fp32_tflops"]
+    assert figures("l40s-24gb")["memory_gb"] == 48 and figures("l40s-150w")["watts"] == 350
+    assert figures("a6000-30b")["bf16_b"] < 30 <= figures("a6000-30b")["int4_b"]
+    assert 0.4 < figures("a6000-half-price")["ratio"] < 0.6
+    assert figures("int8-2-3x")["decode"] < 2 <= figures("int8-2-3x")["peak"]
+    assert figures("nvlink5-1.8")["quoted_tbps"] == pytest.approx(1.8)
+    assert figures("nvlink5-1.8")["vs_nvlink4"] == pytest.approx(2)
+    assert figures("hbm3e-256")["b200_gb"] == 192
+    assert figures("budget-4xa100")["full_b"] < 100 and figures("8xa100-100b")["full_b"] < 100
+
+
+def _with_gpu(monkeypatch, name: str, **changes) -> None:
+    """Make ``gpus.get(name)`` answer a copy of that GPU with ``changes``, as a changed datasheet would."""
+    original = gpus.get
+    target = original(name).name
+    monkeypatch.setattr(gpus, "get", lambda g, *a, **k: dataclasses.replace(original(g, *a, **k), **changes)
+                        if isinstance(g, str) and original(g).name == target else original(g, *a, **k))
+
+
+def test_verdicts_follow_the_figures_not_fixed_text(monkeypatch):
+    """Change an input and the verdict, note and sentence change with it."""
+    _with_gpu(monkeypatch, "L40S", memory_gb_vendor=24, tdp_watts=150)
+    assert claims.finding("l40s-24gb").verdict == "correct"
+    assert claims.finding("l40s-150w").verdict == "correct"
+    assert "150 W = 38% of the A100-SXM4-80GB" in claims.finding("l40s-150w").sentence
+    assert claims.get("l40s-24gb")["verdict"] == "correct"  # the table and the boxes read the same finding
+    assert ":class: tip" in book.claim_box("l40s-24gb")
+
+
+def test_the_serving_sentence_names_the_cheapest_it_computed(monkeypatch):
     from helpers import cost
-    assert {"h100-1979", "nvlink4-pcie5", "node-100b", "a100-best-value", "20b-4xa100-5days", "l40s-24gb", "l40s-150w",
-            "int8-2-3x", "mig-7", "trtexec", "a6000-30b", "a6000-96gb", "a6000-half-price", "a4000-16gb-140w",
-            "a4000-decoders", "rtx4090-a100-7x"} <= set(TABLE["id"])
-    h100 = gpus.get("H100")
-    assert h100.peak_flops("fp8") / 1e12 == pytest.approx(1979)
-    l40s = gpus.get("L40S")
-    assert l40s.memory_gb_vendor != 24 and l40s.tdp_watts / gpus.get("A100 80GB").tdp_watts > 0.8
-    assert not memory.fits(memory.training(100e9, zero_stage=3, dp=8, recompute="full"), gpus.get("A100 80GB"))
-    assert not memory.fits(memory.inference(30e9), gpus.get("A6000"))
-    assert 0.4 < cost.price("A6000", "purchase") / cost.price("A100 40GB", "purchase") < 0.6
-    assert gpus.get("L40S").mig_instances == 0 and gpus.get("A100").mig_instances == 7
-    int8 = compute.decode_throughput("llama-2-7b", l40s, weight_dtype="int8").expected
-    assert int8 / compute.decode_throughput("llama-2-7b", l40s, weight_dtype="fp16").expected < 2
+    price = cost.price
+    monkeypatch.setattr(cost, "price", lambda g, kind="cloud_hour", **k: 0.05 if kind == "cloud_hour" and
+                        gpus.get(g).name == "L40S-48GB" else price(g, kind, **k))
+    assert "The L40S is the cheapest per token" in claims.finding("l40s-serving").sentence
 
 
-def test_every_claim_is_checked_in_a_chapter():
-    import json
-    import re
-    from pathlib import Path
-    text = "".join(p.read_text(encoding="utf-8") for p in Path(__file__).parent.parent.glob("notebooks/*.ipynb"))
-    glued = set()
-    for nb in Path(__file__).parent.parent.glob("notebooks/*.ipynb"):
-        for cell in json.loads(nb.read_text(encoding="utf-8"))["cells"]:
-            glued |= set(re.findall(r"\{glue:md\}`([a-z0-9.-]+)-verdict`", "".join(cell["source"])))
-    assert set(TABLE["id"]) <= glued, set(TABLE["id"]) - glued
-    assert text
+def test_boxes_escape_dollars_outside_code_and_quote_code_as_code():
+    box = book.claim_box("budget-50k")
+    assert r"\$3,000" in box and re.search(r"(?<!\\)\$", box) is None
+    assert ":class: note" in box and ":name: claim-budget-50k" in box
+    assert "> `from torch.cuda.amp" in book.claim_box("torch-cuda-amp")
 
 
-def test_the_articles_known_errors_are_wrong():
-    verdicts = TABLE.set_index("id")["verdict"]
-    for claim_id in ("l40s-24gb", "l40s-150w", "rtx4090-tensor-cores", "hbm3e-256", "a6000-20b", "budget-4xa100",
-                     "8xa100-100b", "train-vs-infer"):
-        assert verdicts[claim_id] == "wrong", claim_id
+def _boxes(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return [m for c in cells if c["cell_type"] == "markdown"
+            for m in re.findall(r"```\{glue:md\} ([\w.-]+)-box\n:format: myst\n```", "".join(c["source"]))]
 
 
-BOX = re.compile(r":::\{admonition\} Check the article:[^\n]*\n:class: (\w+)\n> \{glue:md\}`([\w.-]+)-quote_zh`")
+def test_every_claim_has_one_generated_box_in_a_chapter():
+    """Chapters show the boxes the registry generates (no handwritten box), each claim once."""
+    shown = [claim_id for path in NOTEBOOKS for claim_id in _boxes(path)]
+    assert sorted(shown) == sorted(TABLE["id"])
+    handwritten = [p.name for p in NOTEBOOKS for c in json.loads(p.read_text(encoding="utf-8"))["cells"]
+                   if c["cell_type"] == "markdown" and "{admonition} Check the article" in "".join(c["source"])]
+    assert not handwritten
 
 
-def test_check_the_article_boxes_are_coloured_by_their_verdict():
-    """Every chapter's box shows a claim of claims.csv, as a warning where the verdict is wrong and a
-    tip otherwise (claims.BOX_CLASS): a changed verdict fails here until its box follows."""
-    verdicts = TABLE.set_index("id")["verdict"]
-    boxes = [(path.name, m.group(2), m.group(1))
-             for path in sorted(Path(__file__).parents[1].glob("notebooks/*.ipynb"))
-             for cell in json.loads(path.read_text(encoding="utf-8"))["cells"] if cell["cell_type"] == "markdown"
-             for m in BOX.finditer("".join(cell["source"]))]
-    assert len(boxes) >= 60
-    wrong = [(name, claim_id, shown) for name, claim_id, shown in boxes
-             if shown != claims.BOX_CLASS.get(verdicts[claim_id], "tip")]
-    assert not wrong, wrong
+def test_each_chapter_glues_the_boxes_it_shows():
+    for path in NOTEBOOKS:
+        text = path.read_text(encoding="utf-8")
+        glued = set(re.findall(r'"name": "([\w.-]+)-box"', text))
+        assert glued == set(_boxes(path)), path.name
+
+
+def test_the_verdicts_rest_on_the_package_figures():
+    """A spot check that figures are the package's, not copies: they equal a direct computation."""
+    a100 = gpus.get("A100 80GB")
+    assert figures("node-100b")["training"] == memory.training(100e9, zero_stage=3, dp=8, recompute="full").total
+    assert not memory.fits(memory.training(100e9, zero_stage=3, dp=8, recompute="full"), a100)
+    assert figures("recompute-cost")["ratio"] == compute.training_flops(1e9, 1e9, recompute="full") / \
+        compute.training_flops(1e9, 1e9)

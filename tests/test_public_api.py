@@ -54,7 +54,9 @@ QWEN3 = pathlib.Path(helpers.__file__).parent / "data" / "configs" / "qwen3-8b.j
 #: A valid call of every public function not driven elsewhere (keyword arguments).
 EXAMPLES = {
     "calibration.band": dict(gpu="H100", dtype="bf16"),
+    "claims.finding": dict(claim_id="adam-2x"),
     "claims.get": dict(claim_id="weights-175b"),
+    "claims.title": dict(claim_id="gpt3-175b"),
     "compute.decode_step": dict(model="llama-2-7b", batch_size=4, context_len=1024, weight_dtype="int8", tp=2),
     "compute.run_time": dict(plan=planner.plan("llama-2-7b", "H100", 8), tokens=1e11, goodput=0.9),
     "cost.assumption": dict(name="spot_discount"),

@@ -9,7 +9,6 @@ from IPython.display import HTML
 
 from . import claims
 
-CLAIM_FIELDS = ("quote_zh", "claim_en", "verdict", "checked_value")
 
 
 def glue(name: str, obj: object) -> None:
@@ -27,16 +26,33 @@ def glue_md(name: str, text: str) -> None:
     glue(name, Markdown(text))
 
 
+def _literal_dollars(markdown: str) -> str:
+    """``markdown`` with each ``$`` outside code spans escaped, so that prices are not read as math."""
+    return "".join(part if part.startswith("`") else part.replace("$", r"\$")
+                   for part in re.split(r"(`[^`]*`)", markdown))
+
+
+def claim_label(claim_id: str) -> str:
+    """The label, and HTML id, of a claim's box: ``claim-<id>`` as docutils writes ids (a dot becomes a hyphen)."""
+    return "claim-" + re.sub(r"[^a-z0-9]+", "-", claim_id.lower())
+
+
+def claim_box(claim_id: str) -> str:
+    """The chapter's "Check the article" box of one claim, as MyST markdown: its title, the quote
+    and its English rendering, the verdict with its note and the finding's sentence, styled by the
+    verdict (:data:`claims.BOX_CLASS`) and labelled for cross-references (:func:`claim_label`)."""
+    row, found = claims.get(claim_id), claims.finding(claim_id)
+    quote = row["quote_zh"] if re.search(r"[\u4e00-\u9fff]", row["quote_zh"]) else f"`{row['quote_zh']}`"  # quoted code
+    verdict = f"{found.verdict} ({found.note})" if found.note else found.verdict
+    return _literal_dollars(f":::{{admonition}} Check the article: {claims.title(claim_id)}\n"
+                            f":class: {claims.BOX_CLASS[found.verdict]}\n:name: {claim_label(claim_id)}\n"
+                            f"> {quote} — *{row['claim_en']}*\n\n**Verdict: {verdict}.** {found.sentence}\n:::\n")
+
+
 def glue_claim(claim_id: str) -> None:
-    """Glue one article claim as ``<id>-quote_zh``, ``-claim_en``, ``-verdict`` and ``-checked_value``."""
-    row = claims.get(claim_id)
-    for field in CLAIM_FIELDS:
-        text = str(row[field])
-        if field == "verdict" and row["note"]:
-            text = f"{text} ({row['note']})"
-        if field == "quote_zh" and not re.search(r"[\u4e00-\u9fff]", text):
-            text = f"`{text}`"  # the article's code, quoted as code
-        glue_md(f"{claim_id}-{field}", text)
+    """Glue the box of one article claim (:func:`claim_box`) as ``<id>-box``, for a chapter to show
+    with ``{glue:md} <id>-box`` and ``:format: myst``."""
+    glue_md(f"{claim_id}-box", claim_box(claim_id))
 
 
 def glue_claims(*claim_ids: str) -> None:

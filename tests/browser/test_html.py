@@ -209,6 +209,32 @@ def test_every_image_file_exists(built_html):
                 assert target.resolve().is_file(), f"{page}: <img src={src!r}> has no file"
 
 
+def test_every_claim_box_is_built_in_the_style_of_its_verdict(built_html):
+    """Each claim of the article has one box in the built chapters, labelled ``book.claim_label(id)``, whose
+    admonition class is its verdict's (no wrong claim in a tip box) and which prints that verdict."""
+    from helpers import book, claims
+    boxes = {}
+    for page in PAGES:
+        html = (built_html / f"{page}.html").read_text(encoding="utf-8")
+        for classes, claim_id, body in re.findall(
+                r'<div class="([\w ]+) admonition" id="claim-([\w.-]+)">(.*?)</div>\s*(?=<div|<p|<section|</section|<h)',
+                html, re.S):
+            boxes.setdefault(claim_id, []).append((page, classes, body))
+    table = claims.table().set_index("id")
+    assert sorted(boxes) == sorted(book.claim_label(i).removeprefix("claim-") for i in table.index)
+    for claim_id in table.index:
+        shown = boxes[book.claim_label(claim_id).removeprefix("claim-")]
+        (page, classes, body), = shown
+        verdict = table.loc[claim_id, "verdict"]
+        assert classes.split() == [claims.BOX_CLASS[verdict]], (page, claim_id, classes, verdict)
+        assert f"Verdict: {verdict}" in body, (page, claim_id)
+    appendix = (built_html / "notebooks" / "claims.html").read_text(encoding="utf-8")
+    links = re.findall(r'href="([\w-]+)\.html#(claim-[\w-]+)"', appendix)
+    assert len(links) == len(table)
+    for chapter, anchor in links:
+        assert f'id="{anchor}"' in (built_html / "notebooks" / f"{chapter}.html").read_text(encoding="utf-8"), anchor
+
+
 def test_navigation_links_every_page(browser, site):
     """The left navigation of the root page links to every page; following it page by page, each
     click lands on the page whose title the link shows."""
