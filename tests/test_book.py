@@ -5,6 +5,7 @@ import io
 import re
 
 import pandas as pd
+import pytest
 
 from helpers import book
 
@@ -17,6 +18,16 @@ def test_a_long_table_shows_its_first_rows_and_embeds_all_of_them_as_csv():
     embedded = re.search(r'href="data:text/csv;base64,([^"]+)"', html).group(1)
     pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(base64.b64decode(embedded).decode())), frame)
     assert book.table(frame, caption="A long table", rows=5).data == html  # same bytes on re-execution
+
+
+def test_a_wide_table_shows_the_named_columns_and_embeds_the_whole_frame():
+    frame = pd.DataFrame({"GPU": ["A", "B"], "days": [1.0, 2.0], "detail": ["x", "y"]})
+    html = book.table(frame, caption="Wide", columns=["GPU", "days"]).data
+    assert "detail" not in html.split("<p class")[0] and "All 2 rows, 2 of 3 columns" in html
+    embedded = re.search(r'href="data:text/csv;base64,([^"]+)"', html).group(1)
+    pd.testing.assert_frame_equal(pd.read_csv(io.StringIO(base64.b64decode(embedded).decode())), frame)
+    with pytest.raises(ValueError, match=r"columns \['nope'\] are not in the table"):
+        book.table(frame, columns=["GPU", "nope"])
 
 
 def test_a_table_within_its_rows_has_no_download_link():

@@ -62,13 +62,18 @@ def glue_claims(*claim_ids: str) -> None:
 
 
 def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "",
-          highlight: list[bool] | None = None, rows: int | None = None) -> HTML:
+          highlight: list[bool] | None = None, rows: int | None = None, columns: list[str] | None = None) -> HTML:
     """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption, rows
     marked in ``highlight`` shaded) as HTML whose ids derive from the content, so that
-    re-executing a notebook changes nothing. With ``rows``, a longer frame shows its first
-    ``rows`` rows and offers all of them as a CSV file embedded in the page (a ``data:`` link: no
-    file to serve, and it works offline)."""
+    re-executing a notebook changes nothing. With ``rows`` or ``columns``, the page shows the
+    first ``rows`` rows and the named ``columns`` only, and offers the whole frame as a CSV file
+    embedded in the page (a ``data:`` link: no file to serve, and it works offline)."""
     full = frame
+    if columns is not None:
+        missing = [c for c in columns if c not in frame.columns]
+        if missing:
+            raise ValueError(f"columns {missing} are not in the table; it has {list(frame.columns)}")
+        frame = frame[columns]
     if rows is not None and len(frame) > rows:
         frame = frame.head(rows)
         highlight = None if highlight is None else highlight[:rows]
@@ -88,11 +93,14 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},
                                       {"selector": "th, td", "props": "padding: 0.2em 0.7em;"}])
     html = styler.to_html()
-    if len(frame) < len(full):
+    if frame.shape != full.shape:
         name = re.sub(r"[^a-z0-9]+", "-", caption.lower()).strip("-")[:48] or "table"
         data = base64.b64encode(full.to_csv(index=False).encode()).decode()
-        html += (f'<p class="table-more">The first {len(frame)} of {len(full)} rows. <a download="{name}.csv" '
-                 f'href="data:text/csv;base64,{data}">Download all {len(full)} rows as CSV</a>.</p>')
+        shown = f"The first {len(frame)} of {len(full)} rows" if len(frame) < len(full) else f"All {len(full)} rows"
+        if frame.shape[1] < full.shape[1]:
+            shown += f", {frame.shape[1]} of {full.shape[1]} columns"
+        html += (f'<p class="table-more">{shown}. <a download="{name}.csv" '
+                 f'href="data:text/csv;base64,{data}">Download the whole table as CSV</a>.</p>')
     return HTML(html)
 
 

@@ -456,8 +456,11 @@ def int8_speedup() -> Finding:
 def mig() -> Finding:
     have = [n for n in gpus.names() if gpus.get(n).mig_instances == 7]
     lack = [n for n in gpus.names() if gpus.get(n).mig_instances == 0]
-    return _found("correct" if have else "wrong", "Up to 7 MIG instances on {have}; none on {lack}.",
-                  f"on {len(have)} of the catalog's {len(gpus.names())} GPUs", have=", ".join(have), lack=", ".join(lack))
+    architectures = sorted({gpus.get(n).architecture for n in lack})
+    return _found("correct" if have else "wrong", "Up to 7 MIG instances on {have}; none on {n_lack} others "
+                  "({architectures} parts); no source states it for {n_unknown}.",
+                  f"on {len(have)} of the catalog's {len(gpus.names())} GPUs", have=", ".join(have), n_lack=len(lack),
+                  architectures=", ".join(architectures), n_unknown=len(gpus.names()) - len(have) - len(lack))
 
 
 @_checks("a6000-30b")

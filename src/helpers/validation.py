@@ -199,3 +199,32 @@ def ddp_runs(*, overlap: float = 1.0) -> pd.DataFrame:
                      "measured efficiency": row["images_per_s_per_gpu"] / single["images_per_s_per_gpu"],
                      "predicted efficiency": step.efficiency, "source": row["source"]})
     return pd.DataFrame(rows)
+
+
+def out_of_sample() -> pd.DataFrame:
+    """Each estimate of the book against the published measurements it was not fitted on: the
+    estimate, how many measurements, the median and largest error (absolute, as a fraction) and
+    the share inside the estimate's band (NaN where it has none). Training: test rows of
+    :func:`training_runs` and every whole run; serving: test rows of :func:`inference_runs` by kind
+    and every load test of :func:`loaded_runs` whose batch fits; memory: every fine-tuning run of
+    :func:`memory_runs` (the memory model has no fitted parameter)."""
+    training = training_runs()
+    steady = training[~training["end to end"] & (training["split"] == "test")]
+    whole = training[training["end to end"]]
+    inference = inference_runs()
+    test = inference[inference["split"] == "test"]
+    loaded = loaded_runs()
+    loaded = loaded[loaded["fits"]]
+    parts = [("training step, steady state", steady["time error"], steady["inside band"]),
+             ("training, whole runs (GPU-hours)", whole["time error"], whole["inside band"])]
+    parts += [(name, test.loc[test["kind"] == kind, "error"], test.loc[test["kind"] == kind, "inside band"])
+              for name, kind in (("decoding at batch 1", "decode"), ("time to first token", "prefill"),
+                                 ("static batches", "static batch"))]
+    parts += [(f"under load: {what}", loaded[f"error {column}"], None)
+              for what, column in (("time per output token", "ms per token"), ("output tokens/s", "output tokens/s"),
+                                   ("time to first token", "first token (ms)"))]
+    parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None))
+    return pd.DataFrame([{"estimate": name, "measurements": len(errors), "median error": errors.abs().median(),
+                          "largest error": errors.abs().max(),
+                          "inside band": float("nan") if inside is None else float(inside.mean())}
+                         for name, errors, inside in parts])
