@@ -43,3 +43,12 @@ def test_identifiers_stay_on_one_line_and_prose_wraps():
     (selectors,) = re.findall(r"([^{}]*)\{\s*white-space: nowrap;", html)
     nowrap = set(re.findall(r"_(row\d+_col\d+)", selectors))
     assert nowrap == {"row0_col0", "row1_col0"}  # the GPU column only: not the prose, not the numbers
+
+
+def test_numbers_are_right_aligned_under_right_aligned_headers():
+    frame = pd.DataFrame({"GPU": ["A", "B"], "days": [1.0, 2.0], "fits": [True, False]})
+    html = book.table(frame).data
+    assert re.search(r"th\.col1 \{\s*text-align: right;", html)
+    blocks = re.findall(r"([^{}]*)\{\s*text-align: right;\s*\}", html.split("</style>")[0])
+    cells = {cell for block in blocks for cell in re.findall(r"_(row\d+_col\d+)", block)}
+    assert cells == {"row0_col1", "row1_col1"}  # not names, not yes/no

@@ -127,6 +127,16 @@ def test_boxes_escape_dollars_outside_code_and_quote_code_as_code():
     assert "> `from torch.cuda.amp" in book.claim_box("torch-cuda-amp")
 
 
+def test_wrong_and_conditional_claims_open_the_others_fold_with_their_verdict_in_the_title():
+    for claim_id in TABLE["id"]:
+        verdict = claims.finding(claim_id).verdict
+        first, style = book.claim_box(claim_id).splitlines()[:2]
+        folded = verdict in book.FOLDED_VERDICTS
+        assert style == f":class: {claims.BOX_CLASS[verdict]}{' dropdown' if folded else ''}", claim_id
+        assert first.endswith(f" — {verdict}") == folded, claim_id
+    assert {"wrong", "depends"}.isdisjoint(book.FOLDED_VERDICTS)
+
+
 def _boxes(path: Path) -> list[str]:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
     return [m for c in cells if c["cell_type"] == "markdown"

@@ -37,15 +37,23 @@ def claim_label(claim_id: str) -> str:
     return "claim-" + re.sub(r"[^a-z0-9]+", "-", claim_id.lower())
 
 
+#: Verdicts whose box opens folded, its verdict in the title: the claims that hold, or that numbers
+#: cannot settle. A wrong claim, or one that holds only under conditions, is shown open.
+FOLDED_VERDICTS = ("correct", "roughly right", "unverifiable", "opinion")
+
+
 def claim_box(claim_id: str) -> str:
     """The chapter's "Check the article" box of one claim, as MyST markdown: its title, the quote
     and its English rendering, the verdict with its note and the finding's sentence, styled by the
-    verdict (:data:`claims.BOX_CLASS`) and labelled for cross-references (:func:`claim_label`)."""
+    verdict (:data:`claims.BOX_CLASS`; folded, the verdict in its title, for :data:`FOLDED_VERDICTS`)
+    and labelled for cross-references (:func:`claim_label`)."""
     row, found = claims.get(claim_id), claims.finding(claim_id)
     quote = row["quote_zh"] if re.search(r"[\u4e00-\u9fff]", row["quote_zh"]) else f"`{row['quote_zh']}`"  # quoted code
     verdict = f"{found.verdict} ({found.note})" if found.note else found.verdict
-    return _literal_dollars(f":::{{admonition}} Check the article: {claims.title(claim_id)}\n"
-                            f":class: {claims.BOX_CLASS[found.verdict]}\n:name: {claim_label(claim_id)}\n"
+    title, style = f"Check the article: {claims.title(claim_id)}", claims.BOX_CLASS[found.verdict]
+    if found.verdict in FOLDED_VERDICTS:
+        title, style = f"{title} — {found.verdict}", f"{style} dropdown"
+    return _literal_dollars(f":::{{admonition}} {title}\n:class: {style}\n:name: {claim_label(claim_id)}\n"
                             f"> {quote} — *{row['claim_en']}*\n\n**Verdict: {verdict}.** {found.sentence}\n:::\n")
 
 
@@ -85,13 +93,17 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
         marks = dict(zip(frame.index, highlight))
         styler = styler.apply(lambda row: ["background-color: #fbe3e4" if marks[row.name] else "" for _ in row], axis=1)
     identifiers = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) and
-                   frame[c].dropna().map(lambda v: isinstance(v, str) and " " not in v and len(v) <= 30).all()]
-    if identifiers:  # GPU names and the like break at their hyphens: keep each on one line
+                   frame[c].dropna().map(lambda v: isinstance(v, str) and len(v) <= (30 if " " not in v else 16)).all()]
+    numbers = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and frame[c].dtype != bool]
+    if numbers:  # figures line up on their last digit, their headers above them
+        styler = styler.set_properties(subset=numbers, **{"text-align": "right"}).set_table_styles(
+            {c: [{"selector": "th", "props": "text-align: right;"}] for c in numbers})
+    if identifiers:  # GPU and model names and the like break at hyphens and spaces: keep each on one line
         styler = styler.set_properties(subset=identifiers, **{"white-space": "nowrap"})
     if caption:
         styler = styler.set_caption(caption)
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},
-                                      {"selector": "th, td", "props": "padding: 0.2em 0.7em;"}])
+                                      {"selector": "th, td", "props": "padding: 0.2em 0.7em;"}], overwrite=False)
     html = styler.to_html()
     if frame.shape != full.shape:
         name = re.sub(r"[^a-z0-9]+", "-", caption.lower()).strip("-")[:48] or "table"

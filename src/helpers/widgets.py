@@ -288,7 +288,7 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
         return memory.longest_context_table(_model(model, size_b, config), batch_size=batch_size, **kw)
 
     def draw(fig, result, table, model, size_b, config, **kw):
-        top, bottom = fig.subplots(2, 1, height_ratios=(1, 4))
+        top, bottom = fig.subplots(2, 1, height_ratios=(1, 5))
         m = _model(model, size_b, config)
         label = m.display_name
         plots.memory_bars(top, {label: result}, title=f"Serving memory per GPU: {label}, {kw['batch_size']} x "
@@ -296,7 +296,7 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
         plots.context_bars(bottom, table, trained_context=m.context_len,
                            title=f"Longest context per sequence at batch {kw['batch_size']}")
 
-    return Panel("Inference memory explorer", controls, compute, draw, table, figsize=(8, 7))
+    return Panel("Inference memory explorer", controls, compute, draw, table, figsize=(8, 6.2))
 
 
 @_registered

@@ -22,6 +22,8 @@ pytestmark = pytest.mark.browser
 
 PAGES = toc_pages()
 VIEWPORT = {"width": 1280, "height": 900}
+#: The longest a chapter may be at that width (#16 aims at 15,000 px; 3 % more for font differences).
+CHAPTER_HEIGHT_PX = 15_450
 #: text that means a cell or a widget failed in the static page
 FORBIDDEN_TEXT = ("Error displaying widget", "Traceback", "Loading widget")
 #: console errors and page errors from our own origin that come from the toolchain, not the book;
@@ -175,10 +177,11 @@ def test_page_renders_offline(page, browser, site, built_html, screenshot_dir, p
         images = tab.evaluate(IMAGES_JS)
         layout = tab.evaluate(LAYOUT_JS)
         tab.wait_for_timeout(300)  # let late console messages (deferred scripts) arrive
+        height = tab.evaluate("document.body.scrollHeight")
         tab.screenshot(path=str(screenshot_dir / f"{Path(page).name}.png"), full_page=True)
     finally:
         context.close()
-    page_sizes[page] = size_row(page, visit, built_html)
+    page_sizes[page] = size_row(page, visit, built_html) | {"height_px": height}
     write_sizes(screenshot_dir / "page_sizes.csv", page_sizes)
     console_report.append(f"{page} ({time.monotonic() - started:.1f} s): known toolchain errors "
                           f"{sorted(set(visit.known_errors))}; third-party errors {len(visit.third_party_errors)}; "
@@ -197,6 +200,8 @@ def test_page_renders_offline(page, browser, site, built_html, screenshot_dir, p
         assert shown, f"{page}: none of its {len(images)} figures is shown"
     if layout["tables"]:
         assert layout["visibleTables"], f"{page}: none of its {layout['tables']} tables is shown"
+    if Path(page).name[:1].isdigit():  # a chapter: the target is 15,000 px, with room for a machine's fonts
+        assert height <= CHAPTER_HEIGHT_PX, f"{page}: {height:,} px long at {VIEWPORT['width']} px wide"
 
 
 def test_every_image_file_exists(built_html):
@@ -226,7 +231,8 @@ def test_every_claim_box_is_built_in_the_style_of_its_verdict(built_html):
         shown = boxes[book.claim_label(claim_id).removeprefix("claim-")]
         (page, classes, body), = shown
         verdict = table.loc[claim_id, "verdict"]
-        assert classes.split() == [claims.BOX_CLASS[verdict]], (page, claim_id, classes, verdict)
+        folded = ["dropdown"] if verdict in book.FOLDED_VERDICTS else []
+        assert classes.split() == [claims.BOX_CLASS[verdict]] + folded, (page, claim_id, classes, verdict)
         assert f"Verdict: {verdict}" in body, (page, claim_id)
     appendix = (built_html / "notebooks" / "claims.html").read_text(encoding="utf-8")
     links = re.findall(r'href="([\w-]+)\.html#(claim-[\w-]+)"', appendix)
