@@ -1,7 +1,10 @@
 """Matplotlib figures of the package's results. Each function draws on the ``ax`` it is given
 and changes nothing global; :func:`use_book_style` is applied only when a notebook asks."""
 
+from collections.abc import Sequence
+
 import matplotlib as mpl
+import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
@@ -31,6 +34,92 @@ def _no_minor_ticks(ax: Axes) -> None:
     dozens of minor ticks costs a live panel several milliseconds per redraw."""
     ax.xaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_locator(NullLocator())
+
+
+def curves(ax: Axes, series: dict[str, tuple[Sequence[float], Sequence[float]]], *, xlabel: str, ylabel: str,
+           title: str = "", xscale: str = "log", yscale: str = "linear", xticks: Sequence[float] | None = None,
+           lines: dict[str, float] | None = None, ylim: tuple[float, float] | None = None, markersize: float = 5,
+           legend: bool = True) -> Axes:
+    """One line with markers per labelled series of (x values, y values); dashed horizontal
+    ``lines`` (label -> y), each labelled at the right; ``xticks`` labelled as plain numbers, as a
+    log axis of counts or sizes reads best."""
+    for label, (xs, ys) in series.items():
+        ax.plot(list(xs), list(ys), marker="o" if markersize else None, markersize=markersize, label=label)
+    for text, y in (lines or {}).items():
+        ax.axhline(y, color="0.3", linestyle="--", linewidth=1)
+        ax.annotate(text, (1.0, y), xycoords=("axes fraction", "data"), ha="right", va="bottom", fontsize=8)
+    ax.set(xscale=xscale, yscale=yscale, xlabel=xlabel, ylabel=ylabel)
+    if ylim is not None:
+        ax.set_ylim(*ylim)
+    if xticks is not None:
+        ax.set_xticks(list(xticks), [f"{x:,g}" for x in xticks])
+        ax.xaxis.set_minor_locator(NullLocator())
+    if legend:
+        ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def loss_scale(ax: Axes, scales: Sequence[float], skipped: Sequence[int], *, title: str = "") -> Axes:
+    """A loss scale step by step (``scales``), with the ``skipped`` steps (inf/NaN gradients) marked."""
+    ax.step(range(len(scales)), list(scales), where="post")
+    ax.plot(list(skipped), [scales[s] for s in skipped], linestyle="none", marker="o", color="#C44E52", zorder=3,
+            label="inf/NaN gradients: step skipped, scale halved")
+    powers = range(int(np.floor(np.log2(min(scales)))), int(np.ceil(np.log2(max(scales)))) + 1)
+    ax.set(yscale="log", xlabel="training step", ylabel="loss scale")
+    ax.set_yticks([2.0**k for k in powers], [f"$2^{{{k}}}$" for k in powers])
+    ax.yaxis.set_minor_locator(NullLocator())
+    ax.legend(fontsize=8)
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def link_bars(ax: Axes, links: list, *, title: str = "") -> Axes:
+    """Each interconnect's one-way bandwidth as specified, and inside it what NCCL's all-reduce
+    achieves (``achieved_fraction``), on a log axis."""
+    names = [ln.name for ln in links]
+    ax.barh(names, [ln.bandwidth / GB for ln in links], color="#9DB4E0", label="per direction, as specified")
+    ax.barh(names, [ln.bandwidth * ln.achieved_fraction / GB for ln in links], color="#1F3A93", height=0.5,
+            label="achieved by NCCL all-reduce (bus bandwidth)")
+    ax.set(xscale="log", xlabel="GB/s per GPU (NVLink, PCIe) or per NIC (InfiniBand), one direction")
+    ax.invert_yaxis()
+    ax.legend(fontsize=8, loc="lower right")
+    ax.set_title(title, fontsize=10)
+    return ax
+
+
+def catalog_rates(left: Axes, right: Axes, catalog: list[GPU]) -> None:
+    """Each GPU's dense BF16 and FP8 tensor rates (``left``) and its memory bandwidth, labelled
+    with its memory (``right``, sharing the GPU axis)."""
+    names, y = [g.name for g in catalog], range(len(catalog))
+    for offset, dtype in ((-0.2, "bf16"), (0.2, "fp8")):
+        left.barh([i + offset for i in y], [g.peak_flops(dtype) / TFLOPS if g.supports(dtype) else 0 for g in catalog],
+                  height=0.4, label=f"{dtype.upper()} dense")
+    left.set(yticks=list(y), yticklabels=names, xlabel="TFLOP/s", title="Tensor throughput")
+    left.legend(fontsize=8)
+    right.barh(list(y), [g.memory_bandwidth / 1e12 for g in catalog], color="#55A868")
+    for i, g in enumerate(catalog):
+        right.annotate(f" {g.memory_gb_vendor:g} GB", (g.memory_bandwidth / 1e12, i), va="center", fontsize=7)
+    right.set(xlabel="memory bandwidth (TB/s); label: memory", title="Memory",
+              xlim=(0, max(g.memory_bandwidth for g in catalog) / 1e12 * 1.25))
+    left.invert_yaxis()
+    left.tick_params(axis="y", labelsize=8)
+
+
+def catalog_per_watt_and_dollar(watt: Axes, dollar: Axes, catalog: list[GPU], hourly: list[float | None]) -> None:
+    """Dense BF16 TFLOP/s per watt of TDP (``watt``) and per on-demand dollar-hour (``dollar``,
+    labelled with the price; ``hourly`` is None where no dated price exists), GPU by GPU."""
+    names = [g.name for g in catalog]
+    watt.barh(names, [g.peak_flops("bf16") / TFLOPS / g.tdp_watts for g in catalog], color="#8172B3")
+    watt.set(xlabel="dense BF16 TFLOP/s per watt of TDP", title="Per watt")
+    per_dollar = [g.peak_flops("bf16") / TFLOPS / p if p else 0 for g, p in zip(catalog, hourly)]
+    dollar.barh(names, per_dollar, color="#DD8452")
+    for i, p in enumerate(hourly):
+        dollar.annotate(f" ${p:.2f}/h" if p else " no dated price", (per_dollar[i], i), va="center", fontsize=7)
+    dollar.set(xlabel="dense BF16 TFLOP/s per on-demand $/GPU-hour", title="Per rental dollar",
+               xlim=(0, max(per_dollar) * 1.35))
+    watt.invert_yaxis()
+    watt.tick_params(axis="y", labelsize=8)
 
 
 def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities: dict[str, float] | None = None,

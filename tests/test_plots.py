@@ -1,0 +1,62 @@
+"""The chapters' figures drawn by helpers.plots: what each draws, checked on the artists."""
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from helpers import comm, cost, gpus, plots, precision  # noqa: E402
+
+
+@pytest.fixture
+def ax():
+    fig, ax = plt.subplots()
+    yield ax
+    plt.close(fig)
+
+
+def test_curves_draws_each_series_with_its_label_and_labels_reference_lines(ax):
+    plots.curves(ax, {"a": ([1, 10, 100], [1, 2, 3]), "b": ([1, 10], [5, 6])}, xlabel="x", ylabel="y", title="t",
+                 xticks=[1, 10, 100], lines={"80 GB": 4.0})
+    lines = [ln for ln in ax.get_lines() if ln.get_label() in ("a", "b")]
+    assert [list(ln.get_ydata()) for ln in lines] == [[1, 2, 3], [5, 6]]
+    assert [t.get_text() for t in ax.texts] == ["80 GB"]
+    assert any(list(ln.get_ydata()) == [4.0, 4.0] for ln in ax.get_lines())  # the dashed reference line
+    assert ax.get_xscale() == "log" and [t.get_text() for t in ax.get_xticklabels()] == ["1", "10", "100"]
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+
+
+def test_curves_without_markers_or_legend(ax):
+    plots.curves(ax, {"a": ([1, 2], [1, 2])}, xlabel="x", ylabel="y", markersize=0, legend=False, xscale="linear")
+    assert ax.get_lines()[0].get_marker() in ("None", None, "") and ax.get_legend() is None
+
+
+def test_loss_scale_marks_every_skipped_step_at_its_scale(ax):
+    trace = precision.grad_scaler_trace(6000, {0, 2900})
+    plots.loss_scale(ax, trace.scales, trace.skipped)
+    marks = [ln for ln in ax.get_lines() if ln.get_linestyle() == "None"][0]
+    assert list(marks.get_xdata()) == list(trace.skipped)
+    assert list(marks.get_ydata()) == [trace.scales[s] for s in trace.skipped]
+
+
+def test_link_bars_nest_the_achieved_bandwidth_inside_the_specified(ax):
+    links = [comm.link(n) for n in ("nvlink4", "pcie5")]
+    plots.link_bars(ax, links)
+    widths = [p.get_width() for p in ax.patches]
+    assert widths[:2] == [ln.bandwidth / 1e9 for ln in links]
+    assert all(0 < inner < outer for inner, outer in zip(widths[2:], widths[:2]))
+
+
+def test_catalog_figures_draw_one_bar_per_gpu_and_name_missing_prices():
+    catalog = [gpus.get(n) for n in ("H100", "A100 80GB", "V100")]
+    fig, (left, right) = plt.subplots(1, 2, sharey=True)
+    plots.catalog_rates(left, right, catalog)
+    assert len(right.patches) == 3 and [t.get_text() for t in right.texts] == [" 80 GB", " 80 GB", " 32 GB"]
+    assert left.patches[2].get_width() == 0  # the V100 has no bf16
+    plt.close(fig)
+    fig, (watt, dollar) = plt.subplots(1, 2, sharey=True)
+    with_bf16 = catalog[:2]
+    plots.catalog_per_watt_and_dollar(watt, dollar, with_bf16, [cost.price(with_bf16[0], "cloud_hour"), None])
+    assert dollar.texts[1].get_text() == " no dated price" and dollar.patches[1].get_width() == 0
+    plt.close(fig)
