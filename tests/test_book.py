@@ -43,6 +43,8 @@ def test_identifiers_stay_on_one_line_and_prose_wraps():
     (selectors,) = re.findall(r"([^{}]*)\{\s*white-space: nowrap;", html)
     nowrap = set(re.findall(r"_(row\d+_col\d+)", selectors))
     assert nowrap == {"row0_col0", "row1_col0"}  # the GPU column only: not the prose, not the numbers
+    (selectors,) = re.findall(r"([^{}]*)\{\s*min-width: 11em;", html)
+    assert set(re.findall(r"_(row\d+_col\d+)", selectors)) == {"row0_col1", "row1_col1"}  # prose keeps a width
 
 
 def test_numbers_are_right_aligned_under_right_aligned_headers():

@@ -60,3 +60,7 @@ def test_catalog_figures_draw_one_bar_per_gpu_and_name_missing_prices():
     plots.catalog_per_watt_and_dollar(watt, dollar, with_bf16, [cost.price(with_bf16[0], "cloud_hour"), None])
     assert dollar.texts[1].get_text() == " no dated price" and dollar.patches[1].get_width() == 0
     plt.close(fig)
+
+
+def test_dollar_ticks_abbreviate_thousands_and_millions():
+    assert [plots._dollars(v) for v in (0, 750, 7.5e5, 1.25e7)] == ["$0", "$750", "$750k", "$12.5M"]

@@ -100,6 +100,9 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
             {c: [{"selector": "th", "props": "text-align: right;"}] for c in numbers})
     if identifiers:  # GPU and model names and the like break at hyphens and spaces: keep each on one line
         styler = styler.set_properties(subset=identifiers, **{"white-space": "nowrap"})
+    phrases = [c for c in frame.columns if c not in identifiers and not pd.api.types.is_numeric_dtype(frame[c])]
+    if phrases:  # layouts, notes: wide enough not to break a word per line on a narrow screen
+        styler = styler.set_properties(subset=phrases, **{"min-width": "11em"})
     if caption:
         styler = styler.set_caption(caption)
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},

@@ -341,6 +341,13 @@ BINDING_COLORS = {"compute": "#4C72B0", "memory bandwidth": "#55A868", "intercon
                   "time to first token": "#8C8C8C", "capacity": "#4C72B0"}
 
 
+def _dollars(value: float, _position: object = None) -> str:
+    """An axis tick in US dollars, thousands and millions abbreviated: $0, $750k, $12.5M."""
+    if abs(value) >= 1e6:
+        return f"${value / 1e6:,.3g}M"
+    return f"${value / 1e3:,.3g}k" if abs(value) >= 1e3 else f"${value:,.0f}"
+
+
 def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     """``select.recommend`` as bars: cost (or, without a price, nothing) per GPU, coloured by the binding
     constraint, labelled with the GPU count."""
@@ -354,6 +361,8 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
                     (values.iloc[y], y), va="center", fontsize=7, annotation_clip=False)
     ax.set_xlabel("US dollars per million tokens" if serve else "US dollars on demand")
     ax.set_xlim(0, values.max() * 1.6 or 1)
+    if not serve:  # a run costs millions: $12.5M reads better than an offset "1e7"
+        ax.xaxis.set_major_formatter(FuncFormatter(_dollars))
     ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)
     ax.set_title(title + " (best first; colour: what binds)", fontsize=10)
