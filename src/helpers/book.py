@@ -106,7 +106,7 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
     if caption:
         styler = styler.set_caption(caption)
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},
-                                      {"selector": "th, td", "props": "padding: 0.2em 0.7em;"}], overwrite=False)
+                                      {"selector": "th, td", "props": "padding: 0.2em 0.45em;"}], overwrite=False)
     html = styler.to_html()
     if frame.shape != full.shape:
         name = re.sub(r"[^a-z0-9]+", "-", caption.lower()).strip("-")[:48] or "table"
