@@ -43,7 +43,7 @@ def test_identifiers_stay_on_one_line_and_prose_wraps():
     (selectors,) = re.findall(r"([^{}]*)\{\s*white-space: nowrap;", html)
     nowrap = set(re.findall(r"_(row\d+_col\d+)", selectors))
     assert nowrap == {"row0_col0", "row1_col0"}  # the GPU column only: not the prose, not the numbers
-    (selectors,) = re.findall(r"([^{}]*)\{\s*min-width: 11em;", html)
+    (selectors,) = re.findall(r"([^{}]*)\{\s*min-width: 9em;", html)
     assert set(re.findall(r"_(row\d+_col\d+)", selectors)) == {"row0_col1", "row1_col1"}  # prose keeps a width
 
 
@@ -54,3 +54,10 @@ def test_numbers_are_right_aligned_under_right_aligned_headers():
     blocks = re.findall(r"([^{}]*)\{\s*text-align: right;\s*\}", html.split("</style>")[0])
     cells = {cell for block in blocks for cell in re.findall(r"_(row\d+_col\d+)", block)}
     assert cells == {"row0_col1", "row1_col1"}  # not names, not yes/no
+
+
+def test_tables_of_many_columns_are_marked_for_smaller_type():
+    narrow = pd.DataFrame({c: [1.0] for c in "abc"})
+    wide = pd.DataFrame({c: [1.0] for c in "abcdefgh"[:book.WIDE_COLUMNS]})
+    assert 'class="book-wide"' not in book.table(narrow).data
+    assert 'class="book-wide"' in book.table(wide).data

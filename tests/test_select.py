@@ -92,3 +92,10 @@ def test_largest_trainable():
 def test_a_vanishing_traffic_level_is_refused_not_priced_infinite():
     with pytest.raises(ValueError, match=r"requests_per_s=2.2e-311 out of range: the result would be inf"):
         select.recommend("gpt2-xl", task="serve", requests_per_s=2.2e-311, prompt_len=32, output_len=1)
+
+
+@pytest.mark.parametrize("bad", [dict(batch_size=[1]), dict(batch_size=0), dict(context_len="x")])
+def test_fixed_batch_serving_names_a_bad_batch_or_context(bad):
+    """Found by the property tests: a list as batch size reached the cached estimate as a TypeError."""
+    with pytest.raises(ValueError, match=next(iter(bad))):
+        select.recommend("llama-2-7b", task="serve", gpu_names=["H100"], **bad)

@@ -69,6 +69,10 @@ def glue_claims(*claim_ids: str) -> None:
         glue_claim(claim_id)
 
 
+#: Tables with at least this many columns are set in smaller type.
+WIDE_COLUMNS = 6
+
+
 def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "",
           highlight: list[bool] | None = None, rows: int | None = None, columns: list[str] | None = None) -> HTML:
     """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption, rows
@@ -102,7 +106,9 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
         styler = styler.set_properties(subset=identifiers, **{"white-space": "nowrap"})
     phrases = [c for c in frame.columns if c not in identifiers and not pd.api.types.is_numeric_dtype(frame[c])]
     if phrases:  # layouts, notes: wide enough not to break a word per line on a narrow screen
-        styler = styler.set_properties(subset=phrases, **{"min-width": "11em"})
+        styler = styler.set_properties(subset=phrases, **{"min-width": "9em"})
+    if len(frame.columns) >= WIDE_COLUMNS:  # set smaller (book.css), so that it fits the text column
+        styler = styler.set_table_attributes('class="book-wide"')
     if caption:
         styler = styler.set_caption(caption)
     styler = styler.set_table_styles([{"selector": "caption", "props": "caption-side: top; font-weight: bold;"},

@@ -185,6 +185,9 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
     if traffic_level:
         check_positive("prompt_len", prompt_len, integer=True)
         check_positive("output_len", output_len, integer=True)
+    elif task == "serve":  # checked here: the cached estimate below needs plain numbers as its key
+        check_positive("batch_size", batch_size, integer=True)
+        check_positive("context_len", context_len, integer=True)
     best = []
     for g in gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names):
         most = min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus))
