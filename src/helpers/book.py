@@ -7,8 +7,7 @@ import re
 import pandas as pd
 from IPython.display import HTML
 
-from . import claims
-
+from . import claims, validation
 
 
 def glue(name: str, obj: object) -> None:
@@ -47,14 +46,14 @@ def claim_box(claim_id: str) -> str:
     and its English rendering, the verdict with its note and the finding's sentence, styled by the
     verdict (:data:`claims.BOX_CLASS`; folded, the verdict in its title, for :data:`FOLDED_VERDICTS`)
     and labelled for cross-references (:func:`claim_label`)."""
-    row, found = claims.get(claim_id), claims.finding(claim_id)
+    row = claims.get(claim_id)  # computes the claim's check once
     quote = row["quote_zh"] if re.search(r"[\u4e00-\u9fff]", row["quote_zh"]) else f"`{row['quote_zh']}`"  # quoted code
-    verdict = f"{found.verdict} ({found.note})" if found.note else found.verdict
-    title, style = f"Check the article: {claims.title(claim_id)}", claims.BOX_CLASS[found.verdict]
-    if found.verdict in FOLDED_VERDICTS:
-        title, style = f"{title} — {found.verdict}", f"{style} dropdown"
+    verdict = f"{row['verdict']} ({row['note']})" if row["note"] else row["verdict"]
+    title, style = f"Check the article: {claims.title(claim_id)}", claims.BOX_CLASS[row["verdict"]]
+    if row["verdict"] in FOLDED_VERDICTS:
+        title, style = f"{title} — {row['verdict']}", f"{style} dropdown"
     return _literal_dollars(f":::{{admonition}} {title}\n:class: {style}\n:name: {claim_label(claim_id)}\n"
-                            f"> {quote} — *{row['claim_en']}*\n\n**Verdict: {verdict}.** {found.sentence}\n:::\n")
+                            f"> {quote} — *{row['claim_en']}*\n\n**Verdict: {verdict}.** {row['checked_value']}\n:::\n")
 
 
 def glue_claim(claim_id: str) -> None:
@@ -67,6 +66,22 @@ def glue_claims(*claim_ids: str) -> None:
     """:func:`glue_claim` for each of ``claim_ids``, the claims a chapter checks."""
     for claim_id in claim_ids:
         glue_claim(claim_id)
+
+
+#: The out-of-sample errors the chapters quote (:func:`validation.out_of_sample`): glue key, estimate,
+#: decimals of the percentage.
+OUT_OF_SAMPLE_KEYS = (("train-median", "training step, steady state", 1),
+                      ("e2e-median", "training, whole runs (GPU-hours)", 0),
+                      ("inf-decode-median", "decoding at batch 1", 1), ("inf-static-median", "static batches", 1),
+                      ("memory-median", "fine-tuning memory (GPU)", 1))
+
+
+def glue_out_of_sample() -> pd.DataFrame:
+    """Glue the median errors of :data:`OUT_OF_SAMPLE_KEYS` and return the whole table, by estimate."""
+    errors = validation.out_of_sample().set_index("estimate")
+    for key, estimate, digits in OUT_OF_SAMPLE_KEYS:
+        glue_md(key, f"{errors.loc[estimate, 'median error']:.{digits}%}")
+    return errors
 
 
 #: Tables with at least this many columns are set in smaller type.
