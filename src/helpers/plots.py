@@ -7,6 +7,8 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.collections import PolyCollection
+from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .gpus import GPU
@@ -34,6 +36,44 @@ def _no_minor_ticks(ax: Axes) -> None:
     dozens of minor ticks costs a live panel several milliseconds per redraw."""
     ax.xaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_locator(NullLocator())
+
+
+def subplots(fig: Figure, nrows: int = 1, ncols: int = 1, **grid) -> "Axes | np.ndarray":
+    """``fig.subplots(nrows, ncols, **grid)``, except that when ``fig`` already holds this grid its
+    axes are emptied (:func:`empty`) and returned: a live panel then redraws in place, keeping the
+    axes, their position and their ticks, whose creation costs more than the drawing itself. The
+    grid is remembered in the figure's label."""
+    key = f"grid {nrows} x {ncols} {sorted(grid.items())}"
+    if fig.get_label() == key and len(fig.axes) == nrows * ncols:
+        for ax in fig.axes:
+            empty(ax)
+        for legend in list(fig.legends):
+            legend.remove()
+        axes = np.empty(nrows * ncols, dtype=object)
+        axes[:] = fig.axes
+        return axes[0] if nrows * ncols == 1 else axes.reshape(nrows, ncols).squeeze()
+    fig.clear()
+    fig.set_label(key)
+    return fig.subplots(nrows, ncols, **grid)
+
+
+def empty(ax: Axes) -> None:
+    """Remove what was drawn on ``ax`` (artists, containers, legend) and reset what a drawing sets
+    (scales, limits, inversion, colour cycle, titles, axis labels) to a fresh axes' defaults; keep the axes, its
+    ticks and the tick styles the drawing sets again anyway."""
+    for artist in (*ax.artists, *ax.collections, *ax.images, *ax.lines, *ax.patches, *ax.tables, *ax.texts):
+        artist.remove()
+    ax.containers.clear()
+    if ax.legend_ is not None:
+        ax.legend_.remove()
+    ax.set(xscale="linear", yscale="linear", xlabel="", ylabel="")
+    for loc in ("left", "center", "right"):
+        ax.set_title("", loc=loc)
+    ax.set_prop_cycle(None)  # lines drawn again take the same colours
+    ax.xaxis.set_inverted(False)
+    ax.yaxis.set_inverted(False)
+    ax.relim()
+    ax.set_autoscale_on(True)
 
 
 def curves(ax: Axes, series: dict[str, tuple[Sequence[float], Sequence[float]]], *, xlabel: str, ylabel: str,
@@ -127,13 +167,13 @@ def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities:
     """Horizontal stacked bars, one per labelled breakdown, in decimal GB; dashed lines mark
     ``capacities`` (label -> bytes), e.g. GPU memory sizes."""
     labels = list(breakdowns)
-    left = [0.0] * len(labels)
+    left = np.zeros(len(labels))
     for component in COMPONENTS:
-        widths = [breakdowns[k].as_dict()[component] / GB for k in labels]
-        if any(widths):
-            ax.barh(labels, widths, left=left, color=COLORS[component], label=LABELS[component])
-            left = [a + b for a, b in zip(left, widths)]
-    xmax = max(left + [s / GB for s in (capacities or {}).values()]) * 1.18
+        widths = np.array([breakdowns[k].as_dict()[component] / GB for k in labels])
+        if widths.any():
+            bars(ax, labels, widths, base=left, colors=COLORS[component], label=LABELS[component])
+            left = left + widths
+    xmax = max([*left, *(s / GB for s in (capacities or {}).values())]) * 1.18
     labelled = -xmax
     for text, size in sorted((capacities or {}).items(), key=lambda item: item[1]):
         ax.axvline(size / GB, color="0.3", linestyle="--", linewidth=1)
@@ -146,9 +186,8 @@ def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities:
         ax.annotate(f" {total:,.1f} GB", (total, y), va="center", fontsize=9, annotation_clip=False)
     ax.set_xlabel("memory per GPU (GB, decimal)")
     ax.set_xlim(0, xmax)
-    ax.invert_yaxis()
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.35 if len(labels) < 3 else -0.12), fontsize=8, ncols=6,
-              frameon=False)
+    below = mpl.transforms.offset_copy(ax.transAxes, ax.figure, y=-34, units="points")  # under the axis label
+    ax.legend(loc="upper left", bbox_to_anchor=(0, 0), bbox_transform=below, fontsize=8, ncols=6, frameon=False)
     ax.set_title(title, fontsize=10)
     return ax
 
@@ -157,7 +196,7 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
     """Longest context per GPU (from ``memory.longest_context_table``); GPUs that cannot even
     hold the weights are named in red; a dotted line marks the context the model was trained for."""
     tokens = table["longest context (tokens)"]
-    ax.barh(table["GPU"], tokens, color="#4C72B0")
+    bars(ax, list(table["GPU"]), tokens, colors="#4C72B0")
     ax.set_xlabel("longest context that fits (thousand tokens per sequence)")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:,.0f}k")
     for y, t in enumerate(tokens):
@@ -166,9 +205,8 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
     if trained_context:
         ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2,
                    label=f"context the model was trained for ({trained_context:,})")
-        ax.legend(loc="lower right", fontsize=8)
+        ax.legend(loc="upper right", fontsize=8)
     ax.set_xlim(0, max(tokens.max(), trained_context or 0, 1) * 1.2)
-    ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)
     for label, t in zip(ax.get_yticklabels(), tokens):
         label.set_color("#C44E52" if t == 0 else "black")
@@ -203,32 +241,63 @@ def roofline(ax: Axes, gpus: list[GPU], dtype: str, points: dict[str, float] | N
     return ax
 
 
+def bars(ax: Axes, labels: Sequence[str], lengths: Sequence[float], *, base: Sequence[float] | float = 0.0,
+         colors: Sequence | str = "C0", hatched: Sequence[bool] | None = None, label: str | None = None,
+         vertical: bool = False, size: float = 0.8) -> np.ndarray:
+    """Bars from ``base`` to ``base + lengths``, one per label (from the top, or from the left when
+    ``vertical``), drawn as one collection (hatched bars in a second) instead of a patch per bar:
+    what ``ax.barh`` or ``ax.bar`` draws, in a third of the time a live panel's 30-bar chart took.
+    A bar of NaN length is not drawn; ``label`` names the bars in a legend. Returns the bars' positions on the category axis."""
+    at = np.arange(len(labels), dtype=float)
+    lo = np.broadcast_to(np.asarray(base, dtype=float), at.shape)
+    hi = lo + np.asarray(lengths, dtype=float)
+    corners = [(lo, at - size / 2), (lo, at + size / 2), (hi, at + size / 2), (hi, at - size / 2)]
+    boxes = np.stack([np.column_stack((y, x) if vertical else (x, y)) for x, y in corners], axis=1)
+    rgba = np.broadcast_to(mpl.colors.to_rgba(colors), (len(at), 4)) if isinstance(colors, str) \
+        else mpl.colors.to_rgba_array(colors)
+    hatched = np.zeros(len(at), bool) if hatched is None else np.asarray(hatched, bool)
+    drawn = np.isfinite(hi)
+    for mask, hatch in ((drawn & ~hatched, None), (drawn & hatched, "///")):
+        if mask.any():
+            boxed = PolyCollection(boxes[mask], facecolors=rgba[mask], hatch=hatch, linewidths=0,
+                                   edgecolors="0.5" if hatch else "face", label=label)
+            (boxed.sticky_edges.y if vertical else boxed.sticky_edges.x).extend(np.unique(lo[mask]))
+            ax.add_collection(boxed)
+            label = None
+    if vertical:
+        ax.set_xticks(at, labels)
+        ax.set_xlim(-0.5, len(at) - 0.5)
+    else:
+        ax.set_yticks(at, labels)
+        ax.set_ylim(len(at) - 0.5, -0.5)  # the first label on top
+    ax.autoscale_view(scalex=not vertical, scaley=vertical)
+    return at
+
+
 def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None = None, excluded: set[str] = frozenset(),
               scale: float = 1.0, xlabel: str = "", title: str = "", log: bool = False) -> Axes:
     """One horizontal bar per label at the expected value (divided by ``scale``), with the
     low-high band as an error bar; ``highlight`` in a darker colour, ``excluded`` labels hatched
     and annotated "does not fit"."""
-    expected = [b.expected / scale for b in bands]
-    errors = [[(b.expected - b.low) / scale for b in bands], [(b.high - b.expected) / scale for b in bands]]
-    colors = ["#1F3A93" if lab == highlight else "#9DB4E0" for lab in labels]
+    expected = np.array([b.expected for b in bands]) / scale
+    low, high = np.array([b.low for b in bands]) / scale, np.array([b.high for b in bands]) / scale
+    misfit = np.array([lab in excluded for lab in labels], bool)
+    colors = np.where(misfit, "#DDDDDD", np.where(np.array(labels) == highlight, "#1F3A93", "#9DB4E0"))
     if log:
         ax.set_xscale("log")
         _no_minor_ticks(ax)
-    bars = ax.barh(labels, expected, xerr=errors, color=colors, error_kw={"elinewidth": 1, "capsize": 2})
-    for bar, lab, value, b in zip(bars, labels, expected, bands):
-        if lab in excluded:
-            bar.set_hatch("///")
-            bar.set_facecolor("#DDDDDD")
-        note = " does not fit" if lab in excluded else ""
-        ax.annotate(f"{value:,.3g}{note}", (b.high / scale, bar.get_y() + bar.get_height() / 2), va="center",
-                    fontsize=7, xytext=(4, 0), textcoords="offset points", color="#C44E52" if note else "0.2",
-                    annotation_clip=False)
-    right = max(b.high for b in bands) / scale
+    y = bars(ax, labels, expected, colors=list(colors), hatched=misfit)
+    ax.hlines(y, low, high, color="k", linewidth=1)
+    ax.plot(np.concatenate([low, high]), np.concatenate([y, y]), linestyle="none", marker="|", markersize=4,
+            color="k", markeredgewidth=1)
+    beside = mpl.transforms.offset_copy(ax.transData, fig=ax.figure, x=4, units="points")
+    for yy, value, right, misfit_ in zip(y, expected, high, misfit):
+        ax.text(right, yy, f"{value:,.3g}{' does not fit' if misfit_ else ''}", va="center", fontsize=7,
+                color="#C44E52" if misfit_ else "0.2", transform=beside)
     if log:
-        ax.set_xlim(min(b.low for b in bands) / scale / 1.5, right * 3)
+        ax.set_xlim(low.min() / 1.5, high.max() * 3)
     else:
-        ax.set_xlim(0, right * 1.25)
-    ax.invert_yaxis()
+        ax.set_xlim(0, high.max() * 1.25)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
@@ -265,10 +334,11 @@ def validation_scatter(ax: Axes, published: list[float], low: list[float], expec
 def scaling(fig, table: pd.DataFrame, *, title: str = "") -> None:
     """Two panels from ``scaling.scaling_table``: step time split into compute and exposed
     communication per GPU count, and the scaling efficiency curve."""
-    left, right = fig.subplots(1, 2)
+    left, right = subplots(fig, 1, 2)
     labels = [str(n) for n in table["GPUs"]]
-    left.bar(labels, table["compute (s)"], color="#4C72B0", label="compute")
-    left.bar(labels, table["exposed (s)"], bottom=table["compute (s)"], color="#C44E52", label="exposed communication")
+    bars(left, labels, table["compute (s)"], colors="#4C72B0", label="compute", vertical=True)
+    bars(left, labels, table["exposed (s)"], base=table["compute (s)"], colors="#C44E52", label="exposed communication",
+         vertical=True)
     left.set(xlabel="GPUs", ylabel="seconds per step")
     left.tick_params(axis="x", labelsize=7, rotation=45)
     left.legend(fontsize=8, loc="lower left")
@@ -287,21 +357,21 @@ def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
     """Two panels from ``planner.plans``: each GPU count's step split into its terms, per token
     and GPU (so that perfect scaling is a flat line), the chosen count outlined; and the scaling
     efficiency against the GPU count."""
-    left, right = fig.subplots(1, 2)
+    left, right = subplots(fig, 1, 2)
     shown = [p for p in plans if p is not None]
     labels = [str(p.n_gpus) for p in shown]
-    bottom = [0.0] * len(shown)
+    bottom = np.zeros(len(shown))
     for term, color in STEP_COLORS.items():
-        heights = [getattr(p.step, term) * p.n_gpus / p.layout.tokens * 1e3 for p in shown]
-        left.bar(labels, heights, bottom=bottom, color=color, label=term.replace("_", " "))
-        bottom = [b + h for b, h in zip(bottom, heights)]
-    misfits = [i for i, p in enumerate(shown) if not p.fits]
-    if misfits:
-        left.bar([labels[i] for i in misfits], [bottom[i] for i in misfits], fill=False, hatch="///", edgecolor="0.5",
-                 linewidth=0, label="does not fit in memory")
+        heights = np.array([getattr(p.step, term) * p.n_gpus / p.layout.tokens * 1e3 for p in shown])
+        bars(left, labels, heights, base=bottom, colors=color, label=term.replace("_", " "), vertical=True)
+        bottom = bottom + heights
+    misfit = np.array([not p.fits for p in shown], bool)
+    if misfit.any():
+        bars(left, labels, np.where(misfit, bottom, np.nan), colors="none", hatched=misfit,
+             label="does not fit in memory", vertical=True)
     for i, p in enumerate(shown):
         if p.n_gpus == chosen:
-            left.bar([labels[i]], [bottom[i]], fill=False, edgecolor="0.1", linewidth=1.5)
+            left.bar([i], [bottom[i]], fill=False, edgecolor="0.1", linewidth=1.5)
     left.set(xlabel="GPUs", ylabel="GPU-milliseconds per token")
     left.tick_params(axis="x", labelsize=7, rotation=45)
     fig.legend(*left.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=4)
@@ -354,7 +424,7 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     serve = "tokens/s" in table
     values = table["cost_usd"].fillna(0)
     colors = [BINDING_COLORS[b] for b in table["binding"]]
-    ax.barh(table["gpu"], values, color=colors)
+    bars(ax, list(table["gpu"]), values, colors=colors)
     for y, (_, row) in enumerate(table.iterrows()):
         price = "" if row["cost_usd"] == row["cost_usd"] else "no dated price, "
         ax.annotate(f" {price}{row['n_gpus']} GPU{'s' if row['n_gpus'] > 1 else ''}, {row['binding']}",
@@ -363,7 +433,6 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     ax.set_xlim(0, values.max() * 1.6 or 1)
     if not serve:  # a run costs millions: $12.5M reads better than an offset "1e7"
         ax.xaxis.set_major_formatter(FuncFormatter(_dollars))
-    ax.invert_yaxis()
     ax.tick_params(axis="y", labelsize=8)
     ax.set_title(title + " (best first; colour: what binds)", fontsize=10)
     return ax
@@ -378,8 +447,8 @@ def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
              ("outside the budget", budget.slack, "0.85")]
     left = 0.0
     for label, size, color in parts:
-        ax.barh([budget.gpu], [size / GB], left=[left], color=color, label=label,
-                hatch="//" if label == "outside the budget" else None, edgecolor="white")
+        bars(ax, [budget.gpu], [size / GB], base=left, colors=color, label=label,
+             hatched=[label == "outside the budget"])
         left += size / GB
     one = budget.weights + budget.activations + budget.non_torch + budget.kv_cache * budget.max_model_len / max(budget.kv_tokens, 1)
     ax.axvline(one / GB, color="0.1", linestyle="--", linewidth=1.2)

@@ -117,7 +117,6 @@ class Panel(w.VBox):
             self._output.outputs = ()
             return
         self.message, self._message.value = None, ""
-        self.figure.clear()
         self._draw(self.figure, self.result, self.table, **values)
         self._output.outputs = self._rendered()
 
@@ -138,7 +137,8 @@ class Panel(w.VBox):
             if _texts_inside(fig):
                 return png
         fig.set_layout_engine("constrained")
-        for ax in fig.axes:
+        for ax in fig.axes:  # start where a fresh figure starts: the layout found then depends on it
+            ax.set_position(ax.get_subplotspec().get_position(fig))
             ax.set_in_layout(True)  # set_position took the axes out of the layout
         png = _png(fig)
         self._positions = [ax.get_position() for ax in fig.axes]
@@ -259,7 +259,7 @@ def training_memory(model: str = "llama-2-7b") -> Panel:
 
     def draw(fig, result, table, model, size_b, config, **kw):
         label = _model(model, size_b, config).display_name
-        plots.memory_bars(fig.subplots(), {label: result}, capacities=_capacities(),
+        plots.memory_bars(plots.subplots(fig), {label: result}, capacities=_capacities(),
                           title=f"Training memory per GPU: {label}, {kw['method']}, {kw['dtype']}, {kw['optimizer']}, "
                           f"{kw['micro_batch_size']} x {kw['seq_len']:,} tokens")
 
@@ -288,7 +288,7 @@ def inference_memory(model: str = "llama-3-8b") -> Panel:
         return memory.longest_context_table(_model(model, size_b, config), batch_size=batch_size, **kw)
 
     def draw(fig, result, table, model, size_b, config, **kw):
-        top, bottom = fig.subplots(2, 1, height_ratios=(1, 5))
+        top, bottom = plots.subplots(fig, 2, 1, height_ratios=(1, 5))
         m = _model(model, size_b, config)
         label = m.display_name
         plots.memory_bars(top, {label: result}, title=f"Serving memory per GPU: {label}, {kw['batch_size']} x "
@@ -321,7 +321,7 @@ def engine_start(model: str = "llama-3-70b", gpu: str = "L40S-48GB") -> Panel:
 
     def draw(fig, result, table, model, size_b, config, **kw):
         verdict = "starts" if result.starts else "does not start"
-        plots.engine_budget(fig.subplots(), result, title=f"{_model(model, size_b, config).display_name} on {kw['tp']} x "
+        plots.engine_budget(plots.subplots(fig), result, title=f"{_model(model, size_b, config).display_name} on {kw['tp']} x "
                             f"{result.gpu}: {verdict}\n" + "\n".join(textwrap.wrap(result.message, 80)))
 
     return Panel(f"Will it start? ({engine.ENGINE})", controls, compute, draw, table, figsize=(8, 3.2))
@@ -350,7 +350,7 @@ def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB"
         reference = "H100-SXM5-80GB" if gpu == "A100-SXM4-80GB" else "A100-SXM4-80GB"
         shown = [gpus.get(gpu)] + [g for g in (gpus.get(reference),) if g.supports(dtype)]
         label = _model(model, size_b, config).display_name
-        plots.roofline(fig.subplots(), shown, dtype, dict(zip(table["workload"], table["FLOP/byte"])),
+        plots.roofline(plots.subplots(fig), shown, dtype, dict(zip(table["workload"], table["FLOP/byte"])),
                        title=f"{label}: training on {tokens_b:,.0f}B tokens = {result['training FLOP']:.2e} FLOP; "
                              f"{result['inference FLOP per token']:.2e} FLOP per generated token")
 
@@ -362,7 +362,7 @@ TRAIN_COUNTS = tuple(2**k for k in range(15))
 
 def _catalog_bars(fig: Figure, table: pd.DataFrame, column: str, gpu: str, xlabel: str, title: str) -> None:
     """One band bar per GPU of a ``compare`` table, the chosen GPU highlighted, misfits hatched."""
-    plots.band_bars(fig.subplots(), list(table["GPU"]), [compare.band(row, column) for _, row in table.iterrows()],
+    plots.band_bars(plots.subplots(fig), list(table["GPU"]), [compare.band(row, column) for _, row in table.iterrows()],
                     highlight=gpus.get(gpu).name, excluded=set(table.loc[~table["fits"], "GPU"]), xlabel=xlabel,
                     log=True, title=title)
 
@@ -518,7 +518,7 @@ def training_cost(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
 
     def draw(fig, result, table, model, size_b, config, tokens_b, gpu, n_gpus, dtype, price):
         label = _model(model, size_b, config).display_name
-        plots.band_bars(fig.subplots(), list(result), list(result.values()), scale=1e3,
+        plots.band_bars(plots.subplots(fig), list(result), list(result.values()), scale=1e3,
                         xlabel="thousand US dollars (expected, with low-high band)",
                         title=f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} x {gpus.get(gpu).name}, {dtype}")
 
@@ -548,7 +548,7 @@ def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
 
     def draw(fig, result, table, gpu, n_gpus, years, utilization, price, overheads):
         months = cost.break_even_months(result)
-        plots.rent_vs_buy(fig.subplots(), result, months, title=f"{n_gpus} x {gpus.get(gpu).name}, "
+        plots.rent_vs_buy(plots.subplots(fig), result, months, title=f"{n_gpus} x {gpus.get(gpu).name}, "
                                                                 f"{utilization:.0%} utilization",
                           own_label="buy (all costs)" if overheads else "buy (servers + energy)")
 
@@ -584,7 +584,7 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
         return result[["gpu", "n_gpus", "settings", "binding", "reason"]]
 
     def draw(fig, result, table, model, size_b, config, task, **kw):
-        plots.recommendations(fig.subplots(), result, title=f"{_model(model, size_b, config).display_name}: {task}")
+        plots.recommendations(plots.subplots(fig), result, title=f"{_model(model, size_b, config).display_name}: {task}")
 
     return Panel("GPU selector", controls, result, draw, table, figsize=(8, 6))
 
@@ -611,7 +611,7 @@ def wait_or_start(model: str = "llama-2-70b") -> Panel:
         return pd.DataFrame([result])
 
     def draw(fig, result, table, model, size_b, config, tokens_b, n_gpus, now, later, later_price, wait_months):
-        plots.wait_curve(fig.subplots(), result, wait_months,
+        plots.wait_curve(plots.subplots(fig), result, wait_months,
                          title=f"{_model(model, size_b, config).display_name}, {tokens_b:,.0f}B tokens, {n_gpus} GPUs: "
                                f"{gpus.get(now).name} now or {gpus.get(later).name} later")
 
