@@ -64,3 +64,42 @@ def test_catalog_figures_draw_one_bar_per_gpu_and_name_missing_prices():
 
 def test_dollar_ticks_abbreviate_thousands_and_millions():
     assert [plots._dollars(v) for v in (0, 750, 7.5e5, 1.25e7)] == ["$0", "$750", "$750k", "$12.5M"]
+
+
+def _agg_pixels(fig, canvas_class):
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    canvas_class(fig)
+    out = io.BytesIO()
+    fig.savefig(out, format="png")
+    return np.asarray(Image.open(out))
+
+
+@pytest.mark.parametrize("rotation", [0, 45, 90])
+def test_panel_canvas_draws_as_agg_does_and_sees_a_cut_text(rotation):
+    """plots.Canvas reuses text bitmaps: its pixels are Agg's own, plain and math text, at any
+    angle, drawn twice; and it says a text is cut exactly when one crosses the figure's edge."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(4, 3), dpi=100, layout="constrained")
+    ax = fig.subplots()
+    ax.set_yticks([0, 1], ["H100-SXM5-80GB", "L40S-48GB"])
+    ax.text(0.2, 0.5, "1,024 GPUs", rotation=rotation)
+    ax.set_title(r"$2^{10}$ tokens", rotation=rotation)
+    _agg_pixels(fig, FigureCanvasAgg)
+    fig.set_layout_engine(None)  # the layout found stays put
+    reference = _agg_pixels(fig, FigureCanvasAgg)
+    assert (_agg_pixels(fig, plots.Canvas) == reference).all() and not fig.canvas.texts_cut
+    assert (_agg_pixels(fig, lambda f: f.set_canvas(fig.canvas)) == reference).all()  # the second drawing reuses
+    label = ax.text(-0.6, 0.5, "a long label that leaves the figure on the left", rotation=rotation,
+                    transform=ax.transAxes)
+    fig.canvas.draw()
+    assert fig.canvas.texts_cut
+    label.set_position((0.0, 0.5))
+    label.set_text("in")
+    fig.canvas.draw()
+    assert not fig.canvas.texts_cut

@@ -7,9 +7,10 @@ import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter, NullLocator
+from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .gpus import GPU
 from .memory import COMPONENTS, MemoryBreakdown
@@ -36,6 +37,68 @@ def _no_minor_ticks(ax: Axes) -> None:
     dozens of minor ticks costs a live panel several milliseconds per redraw."""
     ax.xaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_locator(NullLocator())
+
+
+class _Renderer(RendererAgg):
+    """Agg's renderer, except that it keeps the bitmap of each string it has rasterised (a live
+    panel draws the same names and tick labels again and again, and rasterising is half of what a
+    text costs) and notes in ``cut`` whether any text it drew since ``clear`` left the canvas."""
+
+    def __init__(self, width: float, height: float, dpi: float) -> None:
+        super().__init__(width, height, dpi)
+        self._bitmaps: dict = {}
+        self.cut = False
+
+    def clear(self) -> None:
+        super().clear()
+        self.cut = False
+
+    def draw_text(self, gc, x, y, s, prop, angle, ismath=False, mtext=None):
+        """As ``RendererAgg.draw_text`` and ``draw_mathtext``: the same bitmap at the same place."""
+        if ismath:
+            ox, oy, _, _, descent, image = self.mathtext_parser.parse(s, self.dpi, prop,
+                                                                      antialiased=gc.get_antialiased())
+            return self._place(np.asarray(image), x + ox, y - oy, descent, angle, gc)
+        key = (s, hash(prop), gc.get_antialiased(), get_hinting_flag())
+        if key not in self._bitmaps:
+            if len(self._bitmaps) > 4096:
+                self._bitmaps.clear()
+            font = self._prepare_font(prop)
+            font.set_text(s, 0, flags=get_hinting_flag())
+            font.draw_glyphs_to_bitmap(antialiased=gc.get_antialiased())
+            xo, yo = font.get_bitmap_offset()
+            self._bitmaps[key] = np.asarray(font.get_image()), xo / 64, yo / 64, font.get_descent() / 64
+        image, xo, yo, descent = self._bitmaps[key]
+        self._place(image, x + xo, y + yo, descent, angle, gc)
+
+    def _place(self, image: np.ndarray, x: float, y: float, descent: float, angle: float, gc) -> None:
+        """Draw ``image`` as Agg places a text's bitmap (its lower left corner at x, y in pixels from
+        the top, rotated by ``angle`` degrees about it), and note whether its ink leaves the canvas."""
+        rad = np.radians(angle)
+        x, y = round(x + descent * np.sin(rad)), round(y + descent * np.cos(rad))
+        self._renderer.draw_text_image(image, x, y + 1, angle, gc)
+        rows, cols = np.flatnonzero(image.any(axis=1)), np.flatnonzero(image.any(axis=0))
+        if rows.size:
+            top, bottom = rows[0] - image.shape[0], rows[-1] + 1 - image.shape[0]
+            corners = np.array([[cols[0], cols[0], cols[-1] + 1, cols[-1] + 1], [top, bottom, top, bottom]], float)
+            turn = np.array([[np.cos(rad), np.sin(rad)], [-np.sin(rad), np.cos(rad)]])  # by -angle, y pointing down
+            xs, ys = turn @ corners + [[x], [y + 1]]
+            self.cut |= bool(xs.min() < -1 or ys.min() < -1 or xs.max() > self.width + 1 or ys.max() > self.height + 1)
+
+
+class Canvas(FigureCanvasAgg):
+    """The Agg canvas of a live panel: its renderer (:class:`_Renderer`) keeps text bitmaps from one
+    redraw to the next and tells whether the last drawing cut a text (``texts_cut``)."""
+
+    def get_renderer(self) -> _Renderer:
+        key = (*self.figure.bbox.size, self.figure.dpi)
+        if self._lastKey != key:
+            self.renderer, self._lastKey = _Renderer(*key), key
+        return self.renderer
+
+    @property
+    def texts_cut(self) -> bool:
+        return self.get_renderer().cut
 
 
 def subplots(fig: Figure, nrows: int = 1, ncols: int = 1, **grid) -> "Axes | np.ndarray":
@@ -183,7 +246,7 @@ def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities:
                         bbox={"boxstyle": "square,pad=0.1", "facecolor": "white", "edgecolor": "none", "alpha": 0.75})
             labelled = size / GB
     for y, total in enumerate(left):
-        ax.annotate(f" {total:,.1f} GB", (total, y), va="center", fontsize=9, annotation_clip=False)
+        ax.text(total, y, f" {total:,.1f} GB", va="center", fontsize=9)
     ax.set_xlabel("memory per GPU (GB, decimal)")
     ax.set_xlim(0, xmax)
     below = mpl.transforms.offset_copy(ax.transAxes, ax.figure, y=-34, units="points")  # under the axis label
@@ -200,8 +263,8 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
     ax.set_xlabel("longest context that fits (thousand tokens per sequence)")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:,.0f}k")
     for y, t in enumerate(tokens):
-        ax.annotate(" weights do not fit" if t == 0 else f" {t:,}", (t, y), va="center", fontsize=7,
-                    color="#C44E52" if t == 0 else "0.2", annotation_clip=False)
+        ax.text(t, y, " weights do not fit" if t == 0 else f" {t:,}", va="center", fontsize=7,
+                color="#C44E52" if t == 0 else "0.2")
     if trained_context:
         ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2,
                    label=f"context the model was trained for ({trained_context:,})")
@@ -264,12 +327,21 @@ def bars(ax: Axes, labels: Sequence[str], lengths: Sequence[float], *, base: Seq
             (boxed.sticky_edges.y if vertical else boxed.sticky_edges.x).extend(np.unique(lo[mask]))
             ax.add_collection(boxed)
             label = None
+    categories, values = (ax.xaxis, ax.yaxis) if vertical else (ax.yaxis, ax.xaxis)
+    shown = categories.get_major_formatter()
+    if not (isinstance(shown, FixedFormatter) and list(shown.seq) == list(labels)):  # stacked bars: set once
+        categories.set_major_locator(FixedLocator(at))
+        categories.set_major_formatter(FixedFormatter(list(labels)))
     if vertical:
-        ax.set_xticks(at, labels)
         ax.set_xlim(-0.5, len(at) - 0.5)
     else:
-        ax.set_yticks(at, labels)
         ax.set_ylim(len(at) - 0.5, -0.5)  # the first label on top
+    # no grid lines or tick marks along the categories (the bars mark them, and each costs drawing
+    # time); set only when not set already, since setting them visits every tick
+    if categories.get_tick_params() != (plain := categories.get_tick_params() | {"gridOn": False, "length": 0}):
+        categories.set_tick_params(**plain)
+    if not values.get_tick_params().get("gridOn", False):
+        values.set_tick_params(gridOn=True)
     ax.autoscale_view(scalex=not vertical, scaley=vertical)
     return at
 
@@ -427,8 +499,8 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     bars(ax, list(table["gpu"]), values, colors=colors)
     for y, (_, row) in enumerate(table.iterrows()):
         price = "" if row["cost_usd"] == row["cost_usd"] else "no dated price, "
-        ax.annotate(f" {price}{row['n_gpus']} GPU{'s' if row['n_gpus'] > 1 else ''}, {row['binding']}",
-                    (values.iloc[y], y), va="center", fontsize=7, annotation_clip=False)
+        ax.text(values.iloc[y], y, f" {price}{row['n_gpus']} GPU{'s' if row['n_gpus'] > 1 else ''}, {row['binding']}",
+                va="center", fontsize=7)
     ax.set_xlabel("US dollars per million tokens" if serve else "US dollars on demand")
     ax.set_xlim(0, values.max() * 1.6 or 1)
     if not serve:  # a run costs millions: $12.5M reads better than an offset "1e7"
