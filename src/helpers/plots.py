@@ -470,7 +470,9 @@ def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, titl
     ax.plot(table["month"], table["own (USD)"] / 1e3, label=own_label)
     if break_even is not None:
         ax.axvline(break_even, color="0.3", linestyle=":", linewidth=1)
-        ax.annotate(f" break-even: month {break_even:.0f}", (break_even, 0.05), xycoords=("data", "axes fraction"),
+        late = break_even > 0.6 * table["month"].max()  # label on the left of the line, inside the axes
+        ax.annotate(f"break-even: month {break_even:.0f}", (break_even, 0.05), xycoords=("data", "axes fraction"),
+                    xytext=(-3 if late else 3, 0), textcoords="offset points", ha="right" if late else "left",
                     fontsize=8)
     ax.set(xlabel="months", ylabel="cumulative cost (thousand USD)")
     ax.legend(fontsize=8)

@@ -17,6 +17,7 @@ import PIL.Image
 import pandas as pd
 from IPython.display import Image
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from . import book, comm, compare, compute, cost, engine, gpus, memory, models, planner, plots, roofline, scaling, select, trends
 
@@ -59,7 +60,7 @@ class Panel(w.VBox):
                  figsize: tuple[float, float] = (8, 3.5)) -> None:
         self.title, self.controls = title, controls
         self._compute, self._draw, self._table = compute, draw, table
-        self.figure = Figure(figsize=figsize, layout="constrained")
+        self.figure = Figure(figsize=figsize, layout=_layout())
         plots.Canvas(self.figure)  # one canvas for every redraw: its renderer keeps text bitmaps and layout caches warm
         self.result: Any = None
         self.table: pd.DataFrame | None = None
@@ -135,7 +136,7 @@ class Panel(w.VBox):
             fig.canvas.draw()
             if not fig.canvas.texts_cut:
                 return _png(fig)
-        fig.set_layout_engine("constrained")
+        fig.set_layout_engine(_layout())
         for ax in fig.axes:  # start where a fresh figure starts: the layout found then depends on it
             ax.set_position(ax.get_subplotspec().get_position(fig))
             ax.set_in_layout(True)  # set_position took the axes out of the layout
@@ -152,6 +153,13 @@ class Panel(w.VBox):
         if self.table is not None:
             outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": book.table(self.table).data}})
         return tuple(outputs)
+
+
+def _layout() -> ConstrainedLayoutEngine:
+    """Matplotlib's constrained layout with a 16-pixel margin at the sides (its default is 4): a
+    tick label that a later move puts at the right end of an axis still fits, and the panel need
+    not be laid out anew."""
+    return ConstrainedLayoutEngine(w_pad=0.16)
 
 
 def _png(fig: Figure) -> bytes:
