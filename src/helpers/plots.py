@@ -355,6 +355,7 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
     low, high = np.array([b.low for b in bands]) / scale, np.array([b.high for b in bands]) / scale
     misfit = np.array([lab in excluded for lab in labels], bool)
     colors = np.where(misfit, "#DDDDDD", np.where(np.array(labels) == highlight, "#1F3A93", "#9DB4E0"))
+    log = log and bool((expected > 0).any())  # a log axis needs something to show
     if log:
         ax.set_xscale("log")
         _no_minor_ticks(ax)
