@@ -1,4 +1,5 @@
 import inspect
+import warnings
 from pathlib import Path
 
 import ipywidgets as w
@@ -276,14 +277,16 @@ _PANELS: dict = {}  # name -> (panel, its default control values): one panel per
 @settings(max_examples=5, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_any_control_values_give_a_figure_or_a_short_message(name, data):
-    """Whatever a reader sets, a panel shows a result or a one-line message, never raises, and
+    """Whatever a reader sets, a panel shows a result or a one-line message, never raises or warns, and
     recovers when the input is put right: back at its defaults, the figure redrawn in place is the
     first one to the byte (nothing of the earlier drawing leaks: scales, colours, categories)."""
     if name not in _PANELS:
         panel = widgets.panels()[name]()
         _PANELS[name] = panel, panel.values(), panel._png
     panel, defaults, first = _PANELS[name]
-    panel.set(**{key: data.draw(_values(control), label=key) for key, control in panel.controls.items()})
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a warning would print under the reader's panel
+        panel.set(**{key: data.draw(_values(control), label=key) for key, control in panel.controls.items()})
     if panel.message is None:
         assert panel.result is not None and panel._output.outputs
     else:

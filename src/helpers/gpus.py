@@ -124,7 +124,10 @@ def get(name: str) -> GPU:
     """The GPU called ``name``: canonical ("A100-SXM4-80GB") or an alias ("A100 80GB", "4090")."""
     if isinstance(name, GPU):
         return name
-    return _gpus()[_lookup.resolve(name, _index(), "GPU")]
+    catalog_ = _gpus()
+    if isinstance(name, str) and name in catalog_:  # a canonical name: no need to normalise it
+        return catalog_[name]
+    return catalog_[_lookup.resolve(name, _index(), "GPU")]
 
 
 def get_all(argument_name: str, names: object) -> list[GPU]:

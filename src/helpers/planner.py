@@ -180,13 +180,15 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
 
 @lru_cache(maxsize=64)
 def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences: int, seq_len: int,
-           dtype: str) -> np.ndarray:
-    """:func:`layout_memory` of a :func:`_block`: the same for every GPU with that NVLink domain, so a
-    sweep over the catalog computes it once per domain (read-only)."""
-    c, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
+           dtype: str) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`layout_memory` of a :func:`_block`, and the index of each count's most frugal layout:
+    the same for every GPU with that NVLink domain, so a sweep over the catalog computes them once
+    per domain (read-only)."""
+    c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     need = layout_memory(model, c, seq_len, dtype)
-    need.flags.writeable = False
-    return need
+    frugal = _first_of_each(owner, need)
+    need.flags.writeable = frugal.flags.writeable = False
+    return need, frugal
 
 
 def _first_of_each(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -209,13 +211,13 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     if not len(owner):
         return (None,) * len(counts)
-    need = _needs(model, domain, counts, target_sequences, seq_len, dtype)
+    need, frugal = _needs(model, domain, counts, target_sequences, seq_len, dtype)
     fits = need <= g.memory_bytes
     # candidates come in (none, full) pairs: full recompute only buys memory
     plain_fits = np.zeros_like(fits)
     plain_fits[1:] = fits[:-1] & (c["recompute"][:-1] == 0) & (c["recompute"][1:] == 2)
     keep = fits & ~plain_fits
-    frugal = _first_of_each(owner, need)  # where nothing of a count fits, keep its most frugal try
+    # where nothing of a count fits, keep its most frugal try
     keep[frugal[np.bincount(owner[fits], minlength=len(counts))[owner[frugal]] == 0]] = True
     idx = np.flatnonzero(keep)
     kept = {k: v[idx] for k, v in c.items()}

@@ -342,7 +342,8 @@ def bars(ax: Axes, labels: Sequence[str], lengths: Sequence[float], *, base: Seq
         categories.set_tick_params(**plain)
     if not values.get_tick_params().get("gridOn", False):
         values.set_tick_params(gridOn=True)
-    ax.autoscale_view(scalex=not vertical, scaley=vertical)
+    if (ax.get_yscale() if vertical else ax.get_xscale()) == "linear":  # a log axis: the caller sets its limits
+        ax.autoscale_view(scalex=not vertical, scaley=vertical)
     return at
 
 
@@ -368,9 +369,9 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
         ax.text(right, yy, f"{value:,.3g}{' does not fit' if misfit_ else ''}", va="center", fontsize=7,
                 color="#C44E52" if misfit_ else "0.2", transform=beside)
     if log:
-        ax.set_xlim(low.min() / 1.5, high.max() * 3)
-    else:
-        ax.set_xlim(0, high.max() * 1.25)
+        ax.set_xlim(low[low > 0].min(initial=expected[expected > 0].min()) / 1.5, high.max() * 3)
+    else:  # (nothing but zeros and denormals still gets an axis)
+        ax.set_xlim(0, high.max() * 1.25 if high.max() > 1e-300 else 1)
     ax.tick_params(axis="y", labelsize=8)
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
