@@ -1,10 +1,16 @@
 """The chapters' figures drawn by helpers.plots: what each draws, checked on the artists."""
 
+import io
+
 import matplotlib
 
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
 import pytest  # noqa: E402
+from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: E402
+from matplotlib.figure import Figure  # noqa: E402
+from PIL import Image  # noqa: E402
 
 from helpers import comm, cost, gpus, plots, precision  # noqa: E402
 
@@ -67,11 +73,6 @@ def test_dollar_ticks_abbreviate_thousands_and_millions():
 
 
 def _agg_pixels(fig, canvas_class):
-    import io
-
-    import numpy as np
-    from PIL import Image
-
     canvas_class(fig)
     out = io.BytesIO()
     fig.savefig(out, format="png")
@@ -82,9 +83,6 @@ def _agg_pixels(fig, canvas_class):
 def test_panel_canvas_draws_as_agg_does_and_sees_a_cut_text(rotation):
     """plots.Canvas reuses text bitmaps: its pixels are Agg's own, plain and math text, at any
     angle, drawn twice; and it says a text is cut exactly when one crosses the figure's edge."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
     fig = Figure(figsize=(4, 3), dpi=100, layout="constrained")
     ax = fig.subplots()
     ax.set_yticks([0, 1], ["H100-SXM5-80GB", "L40S-48GB"])
