@@ -192,10 +192,14 @@ def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences:
 
 
 def _first_of_each(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Index of the smallest value of each group (the first where values tie), groups ascending."""
-    order = np.lexsort((values, groups))
-    ordered = groups[order]
-    return order[np.flatnonzero(np.r_[True, ordered[1:] != ordered[:-1]])]
+    """Index of the smallest value of each group (the first where values tie), for groups in
+    ascending order: one pass over the groups' segments rather than a sort."""
+    if not len(groups):
+        return np.zeros(0, dtype=np.intp)
+    starts = np.flatnonzero(np.concatenate(([True], groups[1:] != groups[:-1])))
+    lowest = np.repeat(np.fmin.reduceat(values, starts), np.diff(np.append(starts, len(groups))))
+    hit = np.flatnonzero((values == lowest) | np.isnan(lowest))
+    return hit[np.concatenate(([True], groups[hit][1:] != groups[hit][:-1]))]
 
 
 @lru_cache(maxsize=256)
@@ -224,8 +228,8 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     t = steptime.terms(model, g, **kept, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
     per_sequence = sum(t[k] for k in StepTime.TERMS) / kept["global_batch"]  # batches differ between layouts
     out = [None] * len(counts)
-    for i in _first_of_each(owner[idx], per_sequence):
-        layout, step = steptime.picked(model, g, kept, t, i, seq_len=seq_len, dtype=dtype)
+    best = _first_of_each(owner[idx], per_sequence)
+    for i, (layout, step) in zip(best, steptime.picked(model, g, kept, t, best, seq_len=seq_len, dtype=dtype)):
         out[owner[idx[i]]] = Plan(gpu=g.name, n_gpus=counts[owner[idx[i]]], layout=layout, step=step,
                                   memory_per_gpu=float(need[idx[i]]), fits=bool(fits[idx[i]]))
     return tuple(out)

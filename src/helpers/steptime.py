@@ -436,14 +436,17 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
             "optimizer": optimizer, "data_parallel_total": dp_total}
 
 
-def picked(model: Model, gpu: GPU, layouts: dict[str, np.ndarray], t: dict[str, np.ndarray], i: int, *,
-           seq_len: int, dtype: str, **flags) -> tuple[Layout, StepTime]:
-    """Layout ``i`` of the arrays given to :func:`terms`, and its step from their result ``t``."""
-    layout = Layout(**{k: int(v[i]) for k, v in layouts.items() if k != "recompute"},
-                    recompute=RECOMPUTE[layouts["recompute"][i]], seq_len=seq_len, dtype=dtype, **flags)
-    return layout, StepTime(**{k: float(v[i]) for k, v in t.items()}, tokens=float(layout.tokens),
-                            n_gpus=layout.n_gpus, model_flops=flops_per_token(model, seq_len=seq_len) * layout.tokens,
-                            peak_flops=gpu.peak_flops(dtype))
+def picked(model: Model, gpu: GPU, layouts: dict[str, np.ndarray], t: dict[str, np.ndarray], indices, *,
+           seq_len: int, dtype: str, **flags) -> list[tuple[Layout, StepTime]]:
+    """Layouts ``indices`` of the arrays given to :func:`terms`, each with its step from their result ``t``."""
+    per_token, peak = flops_per_token(model, seq_len=seq_len), gpu.peak_flops(dtype)
+    out = []
+    for i in indices:
+        layout = Layout(**{k: int(v[i]) for k, v in layouts.items() if k != "recompute"},
+                        recompute=RECOMPUTE[layouts["recompute"][i]], seq_len=seq_len, dtype=dtype, **flags)
+        out.append((layout, StepTime(**{k: float(v[i]) for k, v in t.items()}, tokens=float(layout.tokens),
+                                     n_gpus=layout.n_gpus, model_flops=per_token * layout.tokens, peak_flops=peak)))
+    return out
 
 
 def step_time(model: "Model | str | float", gpu: "GPU | str", layout: Layout, *, network: Network | None = None,
