@@ -89,3 +89,35 @@ def test_vectorised_allreduce_is_allreduce_time(link_name):
                                          ("NVLink 3 bridge", "nvlink3-bridge")])
 def test_links_are_found_as_forgivingly_as_gpus(alias, name):
     assert comm.link(alias).name == name
+
+
+def test_small_collectives_pay_their_steps_by_hand():
+    """A 4-byte buffer costs the launch plus steps x hop latency (its traffic is negligible), by hand:
+    8.6 us + 0.75 us per NVLink 4 step; the ring all-reduce's 8.6 + 14 x 0.75 = 19.1 us is the
+    19.2 us measured on 8 H100 that the fit used (module docstring)."""
+    us = 1e-6
+    ring = comm.collective_time("allreduce", 4, 8, "nvlink4", algorithm="ring")
+    assert ring.expected == pytest.approx(19.1 * us, rel=1e-3)
+    assert comm.collective_time("allgather", 4, 8, "nvlink4").expected == pytest.approx((8.6 + 7 * 0.75) * us, rel=1e-3)
+    tree = comm.collective_time("allreduce", 4, 5, "nvlink4", algorithm="tree")  # 2 * ceil(log2 5) = 6 steps
+    assert tree.expected == pytest.approx((8.6 + 6 * 0.75) * us, rel=1e-3)
+    assert comm.collective_time("allreduce", 4, 8, "nvlink4").expected == pytest.approx(19.1 * us, rel=1e-3)  # NVLS: 23 us
+    # across 2 servers of 8 (16 GPUs), paced by the InfiniBand hop of 5 us: 2 x 15 steps, or 2 x 4 for the tree
+    multi = comm.multinode_allreduce_time(4, 2, 8, "nvlink4", "ib-ndr", algorithm="ring")
+    assert multi.expected == pytest.approx((8.6 + 30 * 5) * us, rel=1e-3)
+    assert comm.multinode_allreduce_time(4, 2, 8, "nvlink4", "ib-ndr", algorithm="tree").expected == \
+        pytest.approx((8.6 + 8 * 5) * us, rel=1e-3)
+
+
+def test_large_collectives_span_line_rate_to_85_percent_of_achieved_by_hand():
+    """1 GB all-gathered over 8 GPUs moves 7/8 GB per GPU: at NVLink 4's 450 GB/s line rate (the
+    band's fast end), its achieved 82.2 %, and 85 % of that (the slow end). Two servers of 8 with
+    4 NDR NICs each all-reduce 2 x 15/16 GB per GPU at the NICs' 4 x 50 GB/s x 0.96 = 192 GB/s
+    (the NVLink's achieved 370 GB/s is faster), the band's fast end at their 200 GB/s line rate."""
+    fixed = (8.6 + 7 * 0.75) * 1e-6
+    t = comm.collective_time("allgather", 1e9, 8, "nvlink4")
+    assert (t.low, t.expected, t.high) == pytest.approx(
+        (fixed + 0.875e9 / 450e9, fixed + 0.875e9 / (450e9 * 0.822), fixed + 0.875e9 / (450e9 * 0.822 * 0.85)), rel=1e-6)
+    multi = comm.multinode_allreduce_time(1e9, 2, 8, "nvlink4", "ib-ndr", nics_per_node=4, algorithm="ring")
+    assert multi.expected == pytest.approx((8.6 + 30 * 5) * 1e-6 + 1.875e9 / (4 * 50e9 * 0.96), rel=1e-6)
+    assert multi.low == pytest.approx((8.6 + 30 * 5) * 1e-6 + 1.875e9 / 200e9, rel=1e-6)

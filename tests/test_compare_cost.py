@@ -160,3 +160,31 @@ def test_spot_overhead_without_interruptions_or_checkpoint_cost():
     assert cost.spot_overhead(64, interruptions_per_month=0).expected == 0
     free = cost.spot_overhead(64, interruptions_per_month=0.1, checkpoint_minutes=0, restart_minutes=10)
     assert free.expected == pytest.approx(8 * 0.1 * 10 / (8766 / 12 * 60))
+
+
+def test_training_cost_is_gpu_hours_times_the_rate_at_each_end():
+    """Each end of the cost band is that end of the GPU-hours times that end of the rate; spot
+    stretches each end of the time by that end of the restart overhead (1 + extra)."""
+    t = compute.training_time(7e9, 1e11, "H100", 8)
+    on_demand = cost.training_cost(7e9, 1e11, "H100", 8, price_per_gpu_hour=2.0)
+    assert (on_demand.low, on_demand.expected, on_demand.high) == pytest.approx(
+        (t.low * 8 / 3600 * 2.0, t.expected * 8 / 3600 * 2.0, t.high * 8 / 3600 * 2.0))
+    extra, rate = cost.spot_overhead(8), cost.hourly_rate("H100", "spot", price_per_gpu_hour=2.0)
+    spot = cost.training_cost(7e9, 1e11, "H100", 8, pricing="spot", price_per_gpu_hour=2.0)
+    assert (spot.low, spot.expected, spot.high) == pytest.approx(
+        tuple(end * (1 + x) * 8 / 3600 * r for end, x, r in zip((t.low, t.expected, t.high),
+                                                                 (extra.low, extra.expected, extra.high),
+                                                                 (rate.low, rate.expected, rate.high))))
+    assert extra.expected > 0 and rate.expected < 2.0  # both change the answer
+
+
+def test_rent_vs_buy_by_hand():
+    """Two years month by month (months 0 to 24): renting 8 GPUs at $2.50 an hour, 60 % of the
+    8,766 / 12 = 730.5 hours of a month, costs 8 x 730.5 x 0.6 x 2.5 = $8,766 a month; owning costs
+    the up-front outlay, then the running costs of the two years spread evenly over 24 months."""
+    table = cost.rent_vs_buy("H100", 8, years=2, utilization=0.6, price_per_gpu_hour=2.5)
+    own = cost.ownership("H100", 8, years=2, utilization=0.6)
+    assert list(table["month"]) == list(range(25))
+    assert table["rent (USD)"].iloc[10] == pytest.approx(10 * 8766)
+    assert table["own (USD)"].iloc[24] == pytest.approx(own.upfront.expected + own.running.expected)
+    assert table["own (USD)"].iloc[6] == pytest.approx(own.upfront.expected + own.running.expected / 4)

@@ -144,11 +144,12 @@ def test_tensor_parallel_decoding_pays_per_token_all_reduces():
 
 def test_end_to_end_training_runs_include_goodput():
     """A whole run's estimate divides the steady-state time by the expected goodput (0.9), and its
-    band adds the step model's and the goodput's log-errors in quadrature, by hand: steady band
-    (l, h), goodput 0.75-1.0 around 0.9."""
+    band adds the step model's and the goodput's log-errors in quadrature, by hand: the steady band
+    of calibrated architectures (0.677-1.224 x, data/calibration.csv), goodput 0.75-1.0 around 0.9."""
     steady = compute.training_time("llama-2-7b", 1e12, "H100", 64, goodput=1.0)
     run = compute.training_time("llama-2-7b", 1e12, "H100", 64)
-    low, high = steady.low / steady.expected, steady.high / steady.expected
+    low, high = 0.6766, 1.2239
+    assert (steady.low / steady.expected, steady.high / steady.expected) == pytest.approx((low, high))
     assert run.expected == pytest.approx(steady.expected / 0.9)
     assert run.high / run.expected == pytest.approx(math.exp(math.hypot(math.log(high), math.log(0.9 / 0.75))))
     assert run.low / run.expected == pytest.approx(math.exp(-math.hypot(math.log(low), math.log(0.9))))
@@ -162,3 +163,13 @@ def test_prefill_time_keeps_its_old_dtype_keyword_for_one_release():
     with pytest.warns(DeprecationWarning, match="weight_dtype"):
         old = compute.prefill_time("llama-2-7b", "H100", 1024, dtype="fp8")
     assert old == new
+
+
+def test_a_given_mfu_band_times_a_run_by_hand():
+    """With mfu= and goodput= given, a run is 6ND over GPUs x dense peak x MFU x goodput, by hand:
+    7e9 parameters on 1e12 tokens is 4.2e22 FLOP; 8 H100 SXM at 989.5 TFLOP/s (BF16, dense); MFU
+    0.3-0.4-0.5 times goodput 0.75-0.9-1.0 spans 0.225-0.36-0.5 of peak."""
+    t = compute.training_time(7e9, 1e12, "H100", 8, mfu=Estimate(0.3, 0.4, 0.5), goodput=Estimate(0.75, 0.9, 1.0))
+    rate = 8 * 989.5e12
+    assert (t.low, t.expected, t.high) == pytest.approx((4.2e22 / (rate * 0.5), 4.2e22 / (rate * 0.36),
+                                                         4.2e22 / (rate * 0.225)))

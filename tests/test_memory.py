@@ -290,3 +290,29 @@ def test_breakdown_total_and_units():
     assert b.total == pytest.approx(sum(b.as_dict().values()))
     assert list(b.as_dict()) == list(memory.COMPONENTS)
     assert memory.RUNTIME_OVERHEAD == 1343 * MiB < 2 * GiB
+
+
+def test_optimizer_states_by_hand():
+    """Bytes per parameter of Llama 2 7B's optimizer states with fp32 master weights (4 bytes):
+    AdamW two fp32 moments (8 more), SGD one (4), 8-bit Adam two 1-byte moments plus an fp32
+    absmax per 2048-element block (2 x (1 + 4/2048)); Adafactor one fp32 row and column vector per
+    matrix: per layer q, k, v, o of 4096 x 4096 (8,192 each) and gate, up, down of 4096 x 11,008
+    (15,104 each), 32 layers, and the untied embedding and head of 32,000 x 4,096 (36,096 each):
+    2,570,752 values."""
+    m = models.get("llama-2-7b")
+    per_param = {o: memory.training(m, optimizer=o).optimizer / m.n_params for o in ("adamw", "sgd", "adam8bit")}
+    assert per_param == pytest.approx({"adamw": 12, "sgd": 8, "adam8bit": 4 + 2 * (1 + 4 / 2048)})
+    vectors = 32 * (4 * 8192 + 3 * 15104) + 2 * 36096
+    assert vectors == 2_570_752
+    assert memory.training(m, optimizer="adafactor").optimizer == pytest.approx(4 * m.n_params + 4 * vectors)
+
+
+def test_quantized_weights_keep_embeddings_in_16_bits_by_hand():
+    """Llama 2 7B (6.74e9 parameters, 2 x 32,000 x 4,096 = 262,144,000 of them in the embedding
+    and head): int4 stores the rest at 4.25 bits (4 bits, and an fp16 scale and zero point per 128
+    weights: 32 / 128 = 0.25) and fp8 at 1 byte, the embeddings at 2 bytes in both; bf16 stores all at 2."""
+    m = models.get("llama-2-7b")
+    embeddings = 2 * 32000 * 4096
+    assert memory.quantized_weight_bytes(m, "int4") == pytest.approx((6.74e9 - embeddings) * 4.25 / 8 + embeddings * 2)
+    assert memory.quantized_weight_bytes(m, "fp8") == pytest.approx(6.74e9 - embeddings + embeddings * 2)
+    assert memory.quantized_weight_bytes(m, "bf16") == pytest.approx(2 * 6.74e9)

@@ -1,0 +1,100 @@
+"""Summarise the last mutation run (``scripts/mutation``) as the markdown section of results.md.
+
+Reads ``mutmut results --all true`` and, for each surviving mutant, the one line it changed
+(diffing its function against the original in ``mutants/src``), and sorts the survivors into what
+they change: only the text of a message, an argument check (a check that another check already
+makes), a default argument, or a constant or formula. Run from the repository root after
+``scripts/mutation``: ``python benchmarks/mutation.py``.
+"""
+
+import ast
+import collections
+import difflib
+import re
+import subprocess
+from pathlib import Path
+
+MUTANTS = Path("mutants/src/helpers")
+#: mutmut's statuses, as results.md names them.
+
+
+def _functions(path: Path) -> dict[str, str]:
+    """Source of every function in a mutated module, by name (methods too)."""
+    text = path.read_text()
+    lines = text.splitlines()
+    return {node.name: "\n".join(lines[node.lineno - 1:node.end_lineno]) for node in ast.walk(ast.parse(text))
+            if isinstance(node, ast.FunctionDef) and "__mutmut_" in node.name}
+
+
+def _code(line: str) -> str:
+    """``line`` with the contents of its string literals blanked (a changed line may be part of a
+    statement, which a tokenizer would not take)."""
+    return re.sub(r"[rbfRBF]*(\"[^\"]*\"|'[^']*')", '""', line)
+
+
+def kind(before: str, after: str) -> str:
+    """What a mutant changed: 'message', 'check', 'default' or 'constant or formula'."""
+    if _code(before) == _code(after):
+        return "message"
+    if re.search(r"\bcheck_\w+\(|raise |ValueError|check_result|_band\(|argument\(", before):
+        return "check"
+    if before.lstrip().startswith("def ") or re.match(r"\s*\w+: .*=.*[,)]", before):
+        return "default"
+    return "constant or formula"
+
+
+def changes() -> dict[str, tuple[str, str]]:
+    """The changed (original, mutant) line of every mutant, by mutmut's name."""
+    out = {}
+    for path in MUTANTS.glob("*.py"):
+        functions = _functions(path)
+        for name, source in functions.items():
+            stem, _, number = name.rpartition("__mutmut_")
+            if number == "orig":
+                continue
+            original = functions.get(f"{stem}__mutmut_orig", "").splitlines()
+            mutated = source.replace(name, f"{stem}__mutmut_orig").splitlines()
+            for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, original, mutated, autojunk=False).get_opcodes():
+                if tag != "equal":
+                    out[f"helpers.{path.stem}.{name}"] = (" ".join(original[i1:i2]), " ".join(mutated[j1:j2]))
+                    break
+    return out
+
+
+def main() -> None:
+    results = subprocess.run(["mutmut", "results", "--all", "true"], capture_output=True, text=True, check=True).stdout
+    status = dict(line.strip().rsplit(": ", 1) for line in results.splitlines() if ": " in line)
+    lines = changes()
+    by_module = collections.defaultdict(collections.Counter)
+    survivors = collections.defaultdict(collections.Counter)
+    formulas = []
+    for name, state in status.items():
+        module = name.split(".")[1]
+        by_module[module][state] += 1
+        if state == "survived":
+            before, after = lines.get(name, ("", ""))
+            k = kind(before, after)
+            survivors[module][k] += 1
+            if k == "constant or formula":
+                formulas.append((name, before.strip(), after.strip()))
+    kinds = ("message", "check", "default", "constant or formula")
+    print("| module | mutants | killed | survived | no test reaches it | timed out | score | survivors: "
+          + " | ".join(kinds) + " |")
+    print("| --- " * (8 + len(kinds)) + "|")
+    total = collections.Counter()
+    for module, counts in sorted(by_module.items()):
+        total += counts
+        tested = counts["killed"] + counts["survived"] + counts["timeout"]
+        print(f"| {module} | {sum(counts.values())} | {counts['killed']} | {counts['survived']} | {counts['no tests']} | "
+              f"{counts['timeout']} | {(counts['killed'] + counts['timeout']) / tested:.0%} | "
+              + " | ".join(str(survivors[module][k]) for k in kinds) + " |")
+    tested = total["killed"] + total["survived"] + total["timeout"]
+    print(f"\nAll: {sum(total.values())} mutants, score {(total['killed'] + total['timeout']) / tested:.1%} "
+          f"(killed or timed out, of those a test reaches).\n")
+    print("Surviving changes of a constant or formula:\n")
+    for name, before, after in sorted(formulas):
+        print(f"- `{name.split('.', 1)[1]}`: `{before}` -> `{after}`")
+
+
+if __name__ == "__main__":
+    main()
