@@ -1,6 +1,7 @@
 import pytest
 
-from helpers import gpus, select
+from helpers import compute, cost, gpus, memory, planner, select, traffic
+from helpers.units import DAY
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +100,38 @@ def test_fixed_batch_serving_names_a_bad_batch_or_context(bad):
     """Found by the property tests: a list as batch size reached the cached estimate as a TypeError."""
     with pytest.raises(ValueError, match=next(iter(bad))):
         select.recommend("llama-2-7b", task="serve", gpu_names=["H100"], **bad)
+
+
+def test_the_columns_are_the_models_numbers_in_their_units(pretrain_70b):
+    """Each column of a recommendation is the model layer's number, converted by hand: days from
+    the plan's run time in seconds, GB from bytes, dollars from GPU-hours (training) or from GPU-hours
+    per million tokens (serving), milliseconds from seconds."""
+    row = pretrain_70b.set_index("gpu").loc["H100-SXM5-80GB"]
+    plan = planner.plan("llama-2-70b", "H100", int(row["n_gpus"]), tokens=2e12)
+    time = compute.run_time(plan, 2e12)
+    price = cost.price("H100", "cloud_hour")
+    assert (row["days"], row["days low"], row["days high"]) == pytest.approx(
+        (time.expected / DAY, time.low / DAY, time.high / DAY))
+    assert row["memory per GPU (GB)"] == pytest.approx(plan.memory_per_gpu / 1e9)
+    assert row["cost_usd"] == pytest.approx(time.expected / 3600 * row["n_gpus"] * price)
+    assert row["scaling efficiency"] == pytest.approx(plan.scaling_efficiency)
+
+    fixed = select.recommend("llama-2-7b", task="serve", batch_size=8, context_len=2048, gpu_names=["H100"]).iloc[0]
+    kv = memory.serving_kv_dtype("fp8")  # the cache in the format an engine pairs with fp8 weights
+    tps = compute.decode_throughput("llama-2-7b", "H100", batch_size=8, context_len=2048, weight_dtype="fp8",
+                                    kv_dtype=kv).expected
+    assert fixed["settings"] == "fp8 weights, tensor parallel 1"
+    assert fixed["tokens/s"] == pytest.approx(tps)
+    assert fixed["ms per token"] == pytest.approx(8 / tps * 1000)
+    assert fixed["cost_usd"] == pytest.approx(price / (tps * 3600) * 1e6)
+    assert fixed["memory per GPU (GB)"] == pytest.approx(
+        memory.inference("llama-2-7b", weight_dtype="fp8", kv_dtype=kv, batch_size=8, context_len=2048).total / 1e9)
+
+    served = select.recommend("llama-3-8b", task="serve", requests_per_s=2, prompt_len=1024, output_len=256,
+                              gpu_names=["H100"]).iloc[0]
+    at = traffic.plan("llama-3-8b", "H100", requests_per_s=2, prompt_len=1024, output_len=256, tp=1,
+                      weight_dtype="bf16").at_load
+    assert served["settings"] == "bf16 weights, tensor parallel 1, 1 replica"
+    assert (served["first token (ms)"], served["ms per token"], served["utilization"]) == pytest.approx(
+        (at.time_to_first_token * 1000, at.time_per_token * 1000, at.utilization))
+    assert served["cost_usd"] == pytest.approx(price / (2 * (1024 + 256) * 3600) * 1e6)
