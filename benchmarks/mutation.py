@@ -1,10 +1,11 @@
-"""Summarise the last mutation run (``scripts/mutation``) as the markdown section of results.md.
+"""Summarise the last mutation run (``scripts/mutation``) in ``benchmarks/mutation.md``, which
+``benchmarks/run.py`` copies into results.md.
 
 Reads ``mutmut results --all true`` and, for each surviving mutant, the one line it changed
 (diffing its function against the original in ``mutants/src``), and sorts the survivors into what
-they change: only the text of a message, an argument check (a check that another check already
-makes), a default argument, or a constant or formula. Run from the repository root after
-``scripts/mutation``: ``python benchmarks/mutation.py``.
+they change: only text (of a message or a table's label), an argument check (one that another
+check already makes), a default argument, or a constant or formula. ``scripts/mutation`` runs it
+from the repository root after mutmut.
 """
 
 import ast
@@ -15,7 +16,6 @@ import subprocess
 from pathlib import Path
 
 MUTANTS = Path("mutants/src/helpers")
-#: mutmut's statuses, as results.md names them.
 
 
 def _functions(path: Path) -> dict[str, str]:
@@ -33,9 +33,10 @@ def _code(line: str) -> str:
 
 
 def kind(before: str, after: str) -> str:
-    """What a mutant changed: 'message', 'check', 'default' or 'constant or formula'."""
+    """What a mutant changed: 'text' (of a message or a label only), 'check' (an argument check),
+    'default' (a default argument) or 'constant or formula'."""
     if _code(before) == _code(after):
-        return "message"
+        return "text"
     if re.search(r"\bcheck_\w+\(|raise |ValueError|check_result|_band\(|argument\(", before):
         return "check"
     if before.lstrip().startswith("def ") or re.match(r"\s*\w+: .*=.*[,)]", before):
@@ -61,7 +62,9 @@ def changes() -> dict[str, tuple[str, str]]:
     return out
 
 
-def main() -> None:
+def summary() -> list[str]:
+    """The markdown lines: mutants by module and outcome, survivors by kind, and every surviving
+    change of a constant or formula."""
     results = subprocess.run(["mutmut", "results", "--all", "true"], capture_output=True, text=True, check=True).stdout
     status = dict(line.strip().rsplit(": ", 1) for line in results.splitlines() if ": " in line)
     lines = changes()
@@ -76,24 +79,29 @@ def main() -> None:
             k = kind(before, after)
             survivors[module][k] += 1
             if k == "constant or formula":
-                formulas.append((name, before.strip(), after.strip()))
-    kinds = ("message", "check", "default", "constant or formula")
-    print("| module | mutants | killed | survived | no test reaches it | timed out | score | survivors: "
-          + " | ".join(kinds) + " |")
-    print("| --- " * (8 + len(kinds)) + "|")
+                formulas.append((name.split(".", 1)[1], before.strip(), after.strip()))
+    kinds = ("text", "check", "default", "constant or formula")
+    out = ["| module | mutants | killed | survived | no test reaches it | timed out | score | survivors: text | "
+           "check | default | constant or formula |", "| --- " * 12 + "|"]
     total = collections.Counter()
     for module, counts in sorted(by_module.items()):
         total += counts
         tested = counts["killed"] + counts["survived"] + counts["timeout"]
-        print(f"| {module} | {sum(counts.values())} | {counts['killed']} | {counts['survived']} | {counts['no tests']} | "
-              f"{counts['timeout']} | {(counts['killed'] + counts['timeout']) / tested:.0%} | "
-              + " | ".join(str(survivors[module][k]) for k in kinds) + " |")
+        out.append(f"| {module} | {sum(counts.values())} | {counts['killed']} | {counts['survived']} | "
+                   f"{counts['no tests']} | {counts['timeout']} | {(counts['killed'] + counts['timeout']) / tested:.0%} | "
+                   + " | ".join(str(survivors[module][k]) for k in kinds) + " |")
     tested = total["killed"] + total["survived"] + total["timeout"]
-    print(f"\nAll: {sum(total.values())} mutants, score {(total['killed'] + total['timeout']) / tested:.1%} "
-          f"(killed or timed out, of those a test reaches).\n")
-    print("Surviving changes of a constant or formula:\n")
-    for name, before, after in sorted(formulas):
-        print(f"- `{name.split('.', 1)[1]}`: `{before}` -> `{after}`")
+    out += ["", f"All: {sum(total.values())} mutants, score {(total['killed'] + total['timeout']) / tested:.1%} "
+            "(killed or timed out, of the mutants a test reaches).", "",
+            "<details><summary>Surviving changes of a constant or formula</summary>", ""]
+    out += [f"- `{name}`: `{before}` -> `{after}`" for name, before, after in sorted(formulas)]
+    return out + ["", "</details>"]
+
+
+def main() -> None:
+    lines = summary()
+    Path(__file__).with_name("mutation.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print("\n".join(lines))
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import comm, scaling, validation
+from helpers import comm, scaling, steptime, validation
 
 
 def test_bus_factors_follow_nccl_tests():
@@ -80,3 +80,30 @@ def test_resnet_ddp_runs_measured_below_model():
     assert (eight["measured efficiency"] > 0.9).all()
     assert (eight["predicted efficiency"] >= eight["measured efficiency"]).all()  # the model leaves out sync costs
     assert (eight["predicted efficiency"] - eight["measured efficiency"] < 0.06).all()
+
+
+def test_exposed_gradient_time_by_hand():
+    """1 GB of gradients all-reduced over 8 NVLink 4 GPUs after 0.3 s of compute: communication
+    may hide behind ``overlap`` x 2/3 (the backward share) x 0.3 s, never below the last 25 MiB
+    bucket's share of it; ZeRO-3 moves 1.5 times as much; one GPU communicates nothing."""
+    total = comm.allreduce_time(1e9, 8, "nvlink4").expected
+    assert scaling.data_parallel_step(1e9, 0.3, 8, "nvlink4", overlap=0).exposed == pytest.approx(total)
+    assert scaling.data_parallel_step(1e9, 0.3, 8, "nvlink4", overlap=0.01).exposed == pytest.approx(total - 0.002)
+    assert scaling.data_parallel_step(1e9, 0.3, 8, "nvlink4", overlap=0.5).exposed == pytest.approx(
+        total * 25 * 2**20 / 1e9)
+    assert scaling.data_parallel_step(1e9, 0.3, 8, "nvlink4", zero_stage=3).communication == pytest.approx(1.5 * total)
+    assert scaling.data_parallel_step(1e9, 0.3, 1, "nvlink4") == scaling.Step(0.3, 0.0, 0.0)
+
+
+def test_a_transformer_step_is_its_compute_then_its_gradients():
+    """Llama 2 7B on H100 at 3,000 tokens per GPU: the compute of one 2,048-token sequence from the
+    step model scaled to 3,000 tokens; on 16 GPUs (2 servers of 8, 8 NDR NICs each), an all-reduce
+    of 6.74e9 bf16 gradients (2 bytes each) over NVLink 4 and InfiniBand; ZeRO-3 1.5 times that."""
+    one = steptime.step_time("llama-2-7b", "H100", steptime.Layout(global_batch=1, seq_len=2048, zero_stage=0,
+                                                                  recompute="none"))
+    step = scaling.transformer_step("llama-2-7b", "H100", 16, tokens_per_gpu=3000, overlap=0)
+    assert step.compute == pytest.approx(one.compute * 3000 / 2048)
+    total = comm.multinode_allreduce_time(6.74e9 * 2, 2, 8, "nvlink4", "ib-ndr", nics_per_node=8).expected
+    assert step.communication == pytest.approx(total) and step.exposed == pytest.approx(total)
+    zero3 = scaling.transformer_step("llama-2-7b", "H100", 16, tokens_per_gpu=3000, zero_stage=3)
+    assert zero3.communication == pytest.approx(1.5 * total)
