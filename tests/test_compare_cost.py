@@ -188,3 +188,13 @@ def test_rent_vs_buy_by_hand():
     assert table["rent (USD)"].iloc[10] == pytest.approx(10 * 8766)
     assert table["own (USD)"].iloc[24] == pytest.approx(own.upfront.expected + own.running.expected)
     assert table["own (USD)"].iloc[6] == pytest.approx(own.upfront.expected + own.running.expected / 4)
+
+
+def test_spot_overhead_by_hand():
+    """12 GPUs fill 2 instances of 8; at 3 interruptions per instance-month (730.5 hours), 5-minute
+    checkpoints and 10-minute restarts, the job is interrupted 6 / 43,830 times a minute, and
+    Young's optimum loses sqrt(2 x 5 x 6 / 43,830) + 10 x 6 / 43,830 of its time."""
+    per_minute = 2 * 3 / (730.5 * 60)
+    extra = cost.spot_overhead(12, interruptions_per_month=3, checkpoint_minutes=5, restart_minutes=10)
+    assert extra.expected == pytest.approx((2 * 5 * per_minute) ** 0.5 + 10 * per_minute)
+    assert cost.spot_overhead(16, interruptions_per_month=3, checkpoint_minutes=5, restart_minutes=10) == extra

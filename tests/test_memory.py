@@ -316,3 +316,29 @@ def test_quantized_weights_keep_embeddings_in_16_bits_by_hand():
     assert memory.quantized_weight_bytes(m, "int4") == pytest.approx((6.74e9 - embeddings) * 4.25 / 8 + embeddings * 2)
     assert memory.quantized_weight_bytes(m, "fp8") == pytest.approx(6.74e9 - embeddings + embeddings * 2)
     assert memory.quantized_weight_bytes(m, "bf16") == pytest.approx(2 * 6.74e9)
+
+
+def test_fits_table_in_decimal_gb_by_hand():
+    """An H100's '80 GB' are 80 GiB = 85.90 GB usable, an RTX 4090's '24 GB' 25.77 GB; Llama 2 7B
+    served in bf16 (1,024-token context) needs its breakdown's bytes / 1e9, and the headroom is
+    the difference."""
+    need = memory.inference("llama-2-7b")
+    table = memory.fits_table(need, ["H100", "RTX-4090-24GB"]).set_index("GPU")
+    assert list(table["memory (GB, vendor)"]) == [80, 24]
+    assert list(table["usable (GB)"]) == pytest.approx([80 * 2**30 / 1e9, 24 * 2**30 / 1e9])
+    assert list(table["needed (GB)"]) == pytest.approx([need.total / 1e9] * 2)
+    assert list(table["headroom (GB)"]) == pytest.approx([(80 * 2**30 - need.total) / 1e9, (24 * 2**30 - need.total) / 1e9])
+    assert list(table["fits"]) == [True, True]
+
+
+@pytest.mark.parametrize("gpu", ["L4", "H100", "RTX-4090-24GB"])
+def test_longest_context_and_largest_batch_are_the_last_that_fit(gpu):
+    """The longest context fits and one more token does not; likewise the largest batch at 4,096
+    tokens; the table reports the same."""
+    fits = lambda **k: memory.fits(memory.inference("llama-2-7b", **k), gpu)  # noqa: E731
+    longest = memory.max_context_len("llama-2-7b", gpu)
+    assert fits(context_len=longest) and not fits(context_len=longest + 1)
+    table = memory.longest_context_table("llama-2-7b", gpu_names=[gpu])
+    assert table["longest context (tokens)"].tolist() == [longest]
+    batch = memory.max_batch_size("llama-2-7b", gpu, context_len=4096)
+    assert fits(batch_size=batch, context_len=4096) and not fits(batch_size=batch + 1, context_len=4096)

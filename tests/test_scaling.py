@@ -107,3 +107,14 @@ def test_a_transformer_step_is_its_compute_then_its_gradients():
     assert step.communication == pytest.approx(total) and step.exposed == pytest.approx(total)
     zero3 = scaling.transformer_step("llama-2-7b", "H100", 16, tokens_per_gpu=3000, zero_stage=3)
     assert zero3.communication == pytest.approx(1.5 * total)
+
+
+def test_scaling_table_by_hand():
+    """A step of 1 s of compute and 0.1 s per GPU of exposed communication: at 2 GPUs 1.2 s, 83 %
+    efficient; the table has one row per count, in order."""
+    table = scaling.scaling_table(lambda n: scaling.Step(1.0, 0.5 * n, 0.1 * n), counts=(1, 2))
+    expected = {"GPUs": [1, 2], "compute (s)": [1.0, 1.0], "communication (s)": [0.5, 1.0], "exposed (s)": [0.1, 0.2],
+                "step (s)": [1.1, 1.2], "efficiency": [1 / 1.1, 1 / 1.2]}
+    assert list(table.columns) == list(expected)
+    for column, values in expected.items():
+        assert table[column].tolist() == pytest.approx(values)
