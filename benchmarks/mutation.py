@@ -82,7 +82,7 @@ def summary() -> list[str]:
                 formulas.append((name.split(".", 1)[1], before.strip(), after.strip()))
     kinds = ("text", "check", "default", "constant or formula")
     out = ["| module | mutants | killed | survived | no test reaches it | timed out | score | survivors: text | "
-           "check | default | constant or formula |", "| --- " * 12 + "|"]
+           "check | default | constant or formula |", "| --- " * 11 + "|"]
     total = collections.Counter()
     for module, counts in sorted(by_module.items()):
         total += counts

@@ -102,11 +102,12 @@ def test_fixed_batch_serving_names_a_bad_batch_or_context(bad):
         select.recommend("llama-2-7b", task="serve", gpu_names=["H100"], **bad)
 
 
-def test_the_columns_are_the_models_numbers_in_their_units(pretrain_70b):
+def test_the_columns_are_the_models_numbers_in_their_units():
     """Each column of a recommendation is the model layer's number, converted by hand: days from
     the plan's run time in seconds, GB from bytes, dollars from GPU-hours (training) or from GPU-hours
-    per million tokens (serving), milliseconds from seconds."""
-    row = pretrain_70b.set_index("gpu").loc["H100-SXM5-80GB"]
+    per million tokens (serving), milliseconds from seconds. (No shared fixture: mutation testing
+    credits a fixture's calls to the first test that uses it.)"""
+    row = select.recommend("llama-2-70b", task="pretrain", tokens=2e12, gpu_names=["H100"]).iloc[0]
     plan = planner.plan("llama-2-70b", "H100", int(row["n_gpus"]), tokens=2e12)
     time = compute.run_time(plan, 2e12)
     price = cost.price("H100", "cloud_hour")
@@ -135,3 +136,18 @@ def test_the_columns_are_the_models_numbers_in_their_units(pretrain_70b):
     assert (served["first token (ms)"], served["ms per token"], served["utilization"]) == pytest.approx(
         (at.time_to_first_token * 1000, at.time_per_token * 1000, at.utilization))
     assert served["cost_usd"] == pytest.approx(price / (2 * (1024 + 256) * 3600) * 1e6)
+
+
+def test_a_target_no_replica_meets_names_the_unloaded_time_by_hand():
+    """With a 1 ms time-to-first-token target nothing serves Llama 3 8B: the row reports the
+    unloaded prompt time of its settings in ms; with a 0.5 ms per-token target, the unloaded
+    step's fixed time; both name what binds."""
+    r = traffic.replica("llama-3-8b", "H100", tp=1, prompt_len=1024, output_len=256, weight_dtype="bf16")
+    kw = dict(task="serve", requests_per_s=2, prompt_len=1024, output_len=256, gpu_names=["H100"])
+    first = select.recommend("llama-3-8b", ttft_s=0.001, **kw).iloc[0]
+    assert first["settings"] == "bf16 weights, tensor parallel 1" and first["binding"] == "time to first token"
+    assert first["first token (ms)"] == pytest.approx(r.prefill * 1000)
+    assert f"an unloaded prompt already takes {r.prefill * 1000:,.0f} ms" in first["reason"]
+    step = select.recommend("llama-3-8b", tpot_s=0.0005, **kw).iloc[0]
+    assert step["binding"] == "time per token" and step["cost_usd"] != step["cost_usd"]  # no price without a plan
+    assert f"an unloaded step already takes {r.fixed * 1000:,.1f} ms" in step["reason"]
