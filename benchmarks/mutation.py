@@ -81,7 +81,9 @@ def summary() -> list[str]:
             if k == "constant or formula":
                 formulas.append((name.split(".", 1)[1], before.strip(), after.strip()))
     kinds = ("text", "check", "default", "constant or formula")
-    out = ["| module | mutants | killed | survived | no test reaches it | timed out | score | survivors: text | "
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    out = [f"Run on commit {commit or 'unknown'} (tests added later are not in these figures).", "",
+           "| module | mutants | killed | survived | no test reaches it | timed out | score | survivors: text | "
            "check | default | constant or formula |", "| --- " * 11 + "|"]
     total = collections.Counter()
     for module, counts in sorted(by_module.items()):
