@@ -16,6 +16,14 @@ import subprocess
 from pathlib import Path
 
 MUTANTS = Path("mutants/src/helpers")
+#: What the run is, for results.md (the tests it leaves out are pyproject.toml's [tool.mutmut] settings).
+ABOUT = ("From the last `scripts/mutation` run (about 20 minutes on 2 cores; not rerun by `benchmarks/run.py`): "
+         "mutmut changes one constant, operator, argument or string at a time in `memory`, `compute`, `comm`, "
+         "`scaling`, `cost` and `select` and runs the tests that reach it: all but the panel and browser tests and "
+         "the two refits of the calibration (left out for time), and the ruff and public-API checks (which mutmut's "
+         "generated code cannot pass). A survivor is a change no test notices; `benchmarks/mutation.py` sorts them "
+         "by what they change. mutmut credits a function behind a cache (`functools.cache`) only to the first test "
+         "that computes it, so other tests of it are not run against its mutants: the score is a lower bound.")
 
 
 def _functions(path: Path) -> dict[str, str]:
@@ -82,7 +90,7 @@ def summary() -> list[str]:
                 formulas.append((name.split(".", 1)[1], before.strip(), after.strip()))
     kinds = ("text", "check", "default", "constant or formula")
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
-    out = [f"Run on commit {commit or 'unknown'} (tests added later are not in these figures).", "",
+    out = [ABOUT, "", f"Run on commit {commit or 'unknown'} (tests added later are not in these figures).", "",
            "| module | mutants | killed | survived | no test reaches it | timed out | score | survivors: text | "
            "check | default | constant or formula |", "| --- " * 11 + "|"]
     total = collections.Counter()

@@ -287,15 +287,7 @@ def main() -> None:
              f"## Panels (target: p95 at most {TARGETS['panel p95 (ms)']} ms from a control move to the redrawn output)",
              ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector() + \
         [""] + training_validation() + [""] + inference_validation() + [""] + memory_validation()
-    lines += ["", "## Mutation testing of the model layer", "",
-              "From the last `scripts/mutation` run (about 20 minutes on 2 cores; not rerun by this script): mutmut "
-              "changes one constant, operator, argument or string at a time in `memory`, `compute`, `comm`, "
-              "`scaling`, `cost` and `select` and runs the tests that reach it: all but the panel and browser tests "
-              "and the two refits of the calibration (left out for time), and the ruff and public-API checks "
-              "(which mutmut's generated code cannot pass). A survivor is a change no test notices; "
-              "`benchmarks/mutation.py` sorts them by what they change. mutmut credits a function behind a cache "
-              "(`functools.cache`) only to the first test that computes it, so other tests of it are not run "
-              "against its mutants: the score is a lower bound.", ""]
+    lines += ["", "## Mutation testing of the model layer", ""]
     lines += Path(__file__).with_name("mutation.md").read_text(encoding="utf-8").splitlines()
     if args.full:
         lines += [""] + full()

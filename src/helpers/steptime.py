@@ -35,6 +35,7 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
 Everything is computed with numpy so that the planner can evaluate thousands of layouts at once.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
 from functools import cache
 
@@ -436,8 +437,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
             "optimizer": optimizer, "data_parallel_total": dp_total}
 
 
-def picked(model: Model, gpu: GPU, layouts: dict[str, np.ndarray], t: dict[str, np.ndarray], indices, *,
-           seq_len: int, dtype: str, **flags) -> list[tuple[Layout, StepTime]]:
+def picked(model: Model, gpu: GPU, layouts: dict[str, np.ndarray], t: dict[str, np.ndarray],
+           indices: Iterable[int], *, seq_len: int, dtype: str, **flags) -> list[tuple[Layout, StepTime]]:
     """Layouts ``indices`` of the arrays given to :func:`terms`, each with its step from their result ``t``."""
     per_token, peak = flops_per_token(model, seq_len=seq_len), gpu.peak_flops(dtype)
     out = []
