@@ -8,7 +8,7 @@ time over NVLink 4 against size and GPU count (test_comm).
 """
 
 import math
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, fields, is_dataclass
 
 import pandas as pd
 import pytest
@@ -16,7 +16,7 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from helpers import (claims, comm, compare, compute, cost, engine, gpus, memory, models, planner, precision, roofline, scaling,
-                     select, traffic, trends)
+                     select, steptime, traffic, trends)
 from helpers.estimate import Estimate
 
 FAST = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -352,6 +352,11 @@ def test_planner_keeps_tensor_parallelism_in_the_nvlink_domain_and_its_layout_fi
         raise
     g, lay = gpus.get(gpu), p.layout
     assert lay.tp <= max(1, g.gpu_link_domain if g.gpu_link else 1) and lay.n_gpus == 2**k
+    # built unchecked from the planner's grid: the checked constructor accepts it, and timing it alone gives its step
+    assert steptime.Layout(**{f.name: getattr(lay, f.name) for f in fields(steptime.Layout)}) == lay
+    alone = steptime.step_time(model, gpu, lay)
+    for term, seconds in alone.as_dict().items():
+        assert getattr(p.step, term) == pytest.approx(seconds, rel=1e-9), term
     assert lay.tokens <= planner.BATCH_SLACK * planner.batch_tokens(model) + lay.dp * lay.micro_batch * seq_len
     if p.fits:
         assert p.memory_per_gpu <= g.memory_bytes

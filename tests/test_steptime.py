@@ -94,6 +94,19 @@ def test_pipeline_bubble_is_pp_minus_one_over_vpp_micro_batch_slots(pp, vpp, mic
     assert t.pipeline_bubble / busy == pytest.approx((pp - 1) / (vpp * micro_batches), rel=1e-9)
 
 
+@pytest.mark.parametrize("tp,pp,vpp,dp,micro_batch", [(8, 4, 2, 2, 1), (2, 8, 5, 1, 2), (1, 2, 4, 8, 4)])
+def test_interleaving_derived_from_the_plain_schedule_is_the_interleaved_step(tp, pp, vpp, dp, micro_batch):
+    """What the planner times once at vpp 1 and derives for vpp > 1 equals timing the interleaved layout."""
+    values = dict(tp=tp, pp=pp, dp=dp, micro_batch=micro_batch, global_batch=dp * micro_batch * 4 * pp,
+                  seq_len=2048, zero_stage=1, recompute=0)
+    plain = steptime.terms(GPT, H100, **values, calibration=CAL)
+    derived = steptime.interleaved(plain, vpp, pp, 4 * pp)
+    direct = steptime.terms(GPT, H100, **values, vpp=vpp, calibration=CAL)
+    assert derived["pipeline_bubble"] < plain["pipeline_bubble"] and derived["pipeline_p2p"] == vpp * plain["pipeline_p2p"]
+    for term, seconds in direct.items():
+        assert derived[term] == pytest.approx(seconds, rel=1e-12), term
+
+
 def test_pipeline_sends_cross_the_servers_nic_when_stages_sit_on_different_servers():
     """TP 8 fills an HGX server, so every stage boundary is a send over the GPU's own 200 Gb/s NIC
     (DGX A100: one per GPU): activations forward and gradients back, 1/tp of them per GPU."""

@@ -6,7 +6,7 @@ errors (:mod:`calibration`); inference times come from the engine-step model of 
 bands from its out-of-sample errors.
 """
 
-from functools import cache
+from functools import cache, lru_cache
 from math import exp, hypot, log
 
 from . import _data, calibration, formats, gpus, planner, serving
@@ -108,12 +108,23 @@ def run_time(plan: "planner.Plan", tokens: float, *, goodput: "float | Estimate 
     """
     check_instance("plan", plan, planner.Plan, "a planner.Plan")
     check_positive("tokens", tokens)
-    g = gpus.get(plan.gpu)
-    p = _band(goodput, efficiency("goodput", g.architecture, plan.layout.dtype), "goodput")
-    low, high = calibration.band(g, plan.layout.dtype)
-    expected = check_result(tokens / plan.tokens_per_second / p.expected, tokens=tokens, goodput=goodput)
-    down, up = hypot(log(low), log(p.expected / p.high)), hypot(log(high), log(p.expected / p.low))
-    return Estimate(expected * exp(-down), expected, expected * exp(up))
+    factors = _default_run_factors if goodput is None else _run_factors
+    p, down, up = factors(plan.gpu, plan.layout.dtype, goodput)
+    expected = check_result(tokens / plan.tokens_per_second / p, tokens=tokens, goodput=goodput)
+    return Estimate(expected * down, expected, expected * up)
+
+
+def _run_factors(gpu: str, dtype: str, goodput: "float | Estimate | None") -> tuple[float, float, float]:
+    """The expected goodput of :func:`run_time` and the factors that take its expected time to the
+    ends of its band."""
+    g = gpus.get(gpu)
+    p = _band(goodput, efficiency("goodput", g.architecture, dtype), "goodput")
+    low, high = calibration.band(g, dtype)
+    return p.expected, exp(-hypot(log(low), log(p.expected / p.high))), exp(hypot(log(high), log(p.expected / p.low)))
+
+
+#: :func:`_run_factors` of the sourced goodput band, looked up once per GPU and dtype.
+_default_run_factors = lru_cache(maxsize=256)(_run_factors)
 
 
 @renamed_keywords(n_gpus="tp")

@@ -145,11 +145,16 @@ def layout_bytes(model: "Model | str | float", layout: Layout) -> float:
 
 @cache
 def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tuple[int, ...],
-           target_sequences: int) -> tuple[dict[str, np.ndarray], np.ndarray]:
-    """Every layout tried for each of ``counts`` GPUs (see the module docstring), as arrays, and
-    the index of the count each belongs to: the grid count x tp x pp x micro-batch x batch side x
+           target_sequences: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+    """Every layout tried for each of ``counts`` GPUs (see the module docstring), as arrays, the
+    index of the count each belongs to, and the index of each one's plain 1F1B sibling (the same
+    layout at vpp 1, itself where vpp is 1): the grid count x tp x pp x micro-batch x batch side x
     vpp x ZeRO stage x recompute, in that order, masked to the valid layouts (count x tp x pp
     first, to keep the grid small)."""
+    def expand(arrays, ok, grid):  # the rows ``ok`` of ``arrays``, each crossed with every point of ``grid``
+        inner = [a.ravel() for a in np.meshgrid(*grid, indexing="ij")]
+        return [np.repeat(a[ok], len(inner[0])) for a in arrays] + [np.tile(a, ok.sum()) for a in inner]
+
     outer = np.meshgrid(np.arange(len(counts)), TP_DEGREES, np.arange(len(PP_DEGREES)), indexing="ij")
     owner, tp, stage = (a.ravel() for a in outer)
     pp = np.array(PP_DEGREES)[stage]
@@ -157,9 +162,7 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     n = np.array(counts, dtype=np.int64)[owner]
     ok = (tp <= domain) & (n % tp == 0) & (n_heads % tp == 0) & (n_kv_heads % tp == 0) & (pp <= n_layers)
     ok &= (n // tp) % pp == 0
-    inner = [a.ravel() for a in np.meshgrid(MICRO_BATCHES, (0, 1), VPP_DEGREES, (1, 3), (0, 2), indexing="ij")]
-    owner, tp, pp, deepest, n = (np.repeat(a[ok], len(inner[0])) for a in (owner, tp, pp, deepest, n))
-    b, side, vpp, zero, rc = (np.tile(a, ok.sum()) for a in inner)  # recompute: none, full
+    owner, tp, pp, deepest, n, b, side = expand((owner, tp, pp, deepest, n), ok, (MICRO_BATCHES, (0, 1)))
     dp = n // (tp * pp)
     step = dp * b
     ok = step <= BATCH_SLACK * target_sequences
@@ -171,11 +174,16 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     either = near[0] | near[1]
     ok &= np.where(side == 0, exists[0] & (near[0] | ~either), exists[1] & (near[1] | ~either))
     multiple = np.where(side == 0, below, above)
-    ok &= (vpp == 1) | ((pp > 1) & (vpp <= deepest) & (multiple >= pp))
+    owner, tp, pp, deepest, dp, b, multiple, chunks, zero, rc = expand(
+        (owner, tp, pp, deepest, dp, b, multiple), ok, (np.arange(len(VPP_DEGREES)), (1, 3), (0, 2)))
+    vpp = np.array(VPP_DEGREES)[chunks]  # recompute above: none, full
+    ok = (vpp == 1) | ((pp > 1) & (vpp <= deepest) & (multiple >= pp))
     ok &= (zero == 1) | (pp == 1)  # ZeRO-3 shards what pipelining already splits
-    c = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": b, "global_batch": multiple * step, "vpp": vpp,
+    rows = np.flatnonzero(ok)
+    sibling = rows - chunks[rows] * 4  # 4 = ZeRO stages x recompute choices: the same layout at vpp 1
+    c = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": b, "global_batch": multiple * dp * b, "vpp": vpp,
          "zero_stage": zero, "recompute": rc}
-    return {k: v[ok] for k, v in c.items()}, owner[ok]
+    return {k: v[rows] for k, v in c.items()}, owner[rows], (np.cumsum(ok) - 1)[sibling]
 
 
 @lru_cache(maxsize=64)
@@ -184,7 +192,7 @@ def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences:
     """:func:`layout_memory` of a :func:`_block`, and the index of each count's most frugal layout:
     the same for every GPU with that NVLink domain, so a sweep over the catalog computes them once
     per domain (read-only)."""
-    c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
+    c, owner, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     need = layout_memory(model, c, seq_len, dtype)
     frugal = _first_of_each(owner, need)
     need.flags.writeable = frugal.flags.writeable = False
@@ -212,7 +220,7 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     plans are frozen): a reader moving a deadline or a budget re-ranks the catalog without
     re-planning it."""
     domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server))
-    c, owner = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
+    c, owner, base = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     if not len(owner):
         return (None,) * len(counts)
     need, frugal = _needs(model, domain, counts, target_sequences, seq_len, dtype)
@@ -225,7 +233,15 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     keep[frugal[np.bincount(owner[fits], minlength=len(counts))[owner[frugal]] == 0]] = True
     idx = np.flatnonzero(keep)
     kept = {k: v[idx] for k, v in c.items()}
-    t = steptime.terms(model, g, **kept, seq_len=seq_len, dtype=dtype, network=network, calibration=calibration)
+    # time each kept layout's plain 1F1B sibling once, and derive its interleaved variants from it
+    timed = np.zeros(len(owner), dtype=bool)
+    timed[base[idx]] = True
+    plain = np.flatnonzero(timed)
+    t = steptime.terms(model, g, **{k: v[plain] for k, v in c.items()}, seq_len=seq_len, dtype=dtype,
+                       network=network, calibration=calibration)
+    at = (np.cumsum(timed) - 1)[base[idx]]
+    t = steptime.interleaved({k: v[at] for k, v in t.items()}, kept["vpp"], kept["pp"],
+                             kept["global_batch"] // (kept["dp"] * kept["micro_batch"]))
     per_sequence = sum(t[k] for k in StepTime.TERMS) / kept["global_batch"]  # batches differ between layouts
     out = [None] * len(counts)
     best = _first_of_each(owner[idx], per_sequence)

@@ -37,7 +37,7 @@ Everything is computed with numpy so that the planner can evaluate thousands of 
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from functools import cache
+from functools import cache, cached_property
 
 import numpy as np
 
@@ -141,6 +141,9 @@ class Layout:
         return ", ".join(parts + [f"{self.recompute} recompute"] * (self.recompute != "none"))
 
 
+_LAYOUT_DEFAULTS = {f.name: f.default for f in fields(Layout)}
+
+
 @dataclass(frozen=True)
 class Network:
     """The servers a job runs on: ``gpus_per_server`` GPUs joined by their own link (NVLink or
@@ -240,7 +243,7 @@ class StepTime:
     TERMS = ("compute", "recompute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel",
              "optimizer")
 
-    @property
+    @cached_property
     def total(self) -> float:
         return sum(getattr(self, t) for t in self.TERMS)
 
@@ -302,26 +305,28 @@ def _collective(factor, steps, n_bytes, bandwidth, latency):
     return np.where(factor > 0, comm.alpha_beta(steps, latency, factor * n_bytes, bandwidth), 0.0)
 
 
-def _intra(gpu: GPU, n):
-    """Achieved bandwidth (bytes/s per GPU) and hop latency among ``n`` GPUs of one server: their
-    NVLink (or Infinity Fabric) when all of them fit its domain, else PCIe (:func:`comm.gpu_link`)."""
-    fast, slow = comm.gpu_link(gpu, 1), comm.link(f"pcie{gpu.pcie_gen}")
-    inside = n <= (gpu.gpu_link_domain if gpu.gpu_link else 1)
-    return (np.where(inside, fast.bandwidth * fast.achieved_fraction, slow.bandwidth * slow.achieved_fraction),
-            np.where(inside, fast.hop_latency, slow.hop_latency))
+@cache
+def _fabric(gpu: GPU, network: Network) -> tuple[float, ...]:
+    """The links of a GPU's servers, looked up once: achieved bandwidth (bytes/s per GPU) and hop
+    latency of its NVLink (or Infinity Fabric; :func:`comm.gpu_link`) and of its PCIe, the size of
+    its NVLink domain, and the NICs' achieved bandwidth per GPU of the server and their latency."""
+    fast, slow, nic = comm.gpu_link(gpu, 1), comm.link(f"pcie{gpu.pcie_gen}"), comm.link(network.nic)
+    return (fast.bandwidth * fast.achieved_fraction, fast.hop_latency, slow.bandwidth * slow.achieved_fraction,
+            slow.hop_latency, gpu.gpu_link_domain if gpu.gpu_link else 1,
+            network.nics_per_server * nic.bandwidth * nic.achieved_fraction / network.gpus_per_server, nic.hop_latency)
 
 
-def _group_link(gpu: GPU, members_inside, n, network: Network):
+def _group_link(fabric: tuple[float, ...], members_inside, n):
     """Achieved bandwidth (bytes/s per GPU) and hop latency of a ring over ``n`` GPUs of which
-    ``members_inside`` share each server: the server's own link when the ring stays inside, else
-    the server's NICs shared by the rings that cross them at once (NCCL runs one ring per NIC;
-    NVIDIA/nccl-tests issue 119)."""
-    nic = comm.link(network.nic)
-    intra_bw, intra_latency = _intra(gpu, members_inside)
-    nic_share = network.nics_per_server * nic.bandwidth * nic.achieved_fraction * members_inside / network.gpus_per_server
+    ``members_inside`` share each server (:func:`_fabric`): inside a server their NVLink when all of
+    them fit its domain, else PCIe; across servers also the server's NICs, shared by the rings that
+    cross them at once (NCCL runs one ring per NIC; NVIDIA/nccl-tests issue 119)."""
+    fast_bw, fast_latency, slow_bw, slow_latency, domain, nic_bw, nic_latency = fabric
+    fits = members_inside <= domain
+    intra_bw, intra_latency = np.where(fits, fast_bw, slow_bw), np.where(fits, fast_latency, slow_latency)
     inside = n <= members_inside
-    return (np.where(inside, intra_bw, np.minimum(intra_bw, nic_share)),
-            np.where(inside, intra_latency, np.maximum(intra_latency, nic.hop_latency)))
+    return (np.where(inside, intra_bw, np.minimum(intra_bw, nic_bw * members_inside)),
+            np.where(inside, intra_latency, np.maximum(intra_latency, nic_latency)))
 
 
 def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
@@ -383,7 +388,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
 
     # Tensor parallel: 4 collectives per layer and micro-batch (6 with full recompute), exposed.
-    tp_bw, tp_latency = _group_link(gpu, np.minimum(tp, network.gpus_per_server), tp, network)
+    fabric = _fabric(gpu, network)
+    tp_bw, tp_latency = _group_link(fabric, np.minimum(tp, network.gpus_per_server), tp)
     activation_bytes = tokens * d * 2
     per_collective = _collective(2 * (tp - 1) / tp, 2 * (tp - 1), activation_bytes, tp_bw, tp_latency)
     tp_comm = layers * np.where(rc == 2, 6, 4) * per_collective
@@ -391,7 +397,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
 
     # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
     # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
-    p2p_bw, p2p_latency = _group_link(gpu, np.where(tp * dp < network.gpus_per_server, 2, 1), 2, network)
+    p2p_bw, p2p_latency = _group_link(fabric, np.where(tp * dp < network.gpus_per_server, 2, 1), 2)
     send = comm.alpha_beta(1, p2p_latency, activation_bytes / np.where(sp, tp, 1), p2p_bw)
     p2p_mb = np.where(pp > 1, 2 * v * send, 0.0)
 
@@ -405,7 +411,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     local_params = model.n_params / (tp * pp)
     gbytes = np.asarray(grad_bytes_default(dtype) if grad_bytes is None else grad_bytes)
     inside = np.maximum(1, network.gpus_per_server // (tp * pp))  # data-parallel peers per server
-    dp_bw, dp_latency = _group_link(gpu, np.minimum(inside, dp), dp, network)
+    dp_bw, dp_latency = _group_link(fabric, np.minimum(inside, dp), dp)
     ring = (dp - 1) / dp
     window = np.where(ovl, calibration.overlap_efficiency, 0.0) * compute_mb  # one micro-batch, forward and backward
 
@@ -437,15 +443,33 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
             "optimizer": optimizer, "data_parallel_total": dp_total}
 
 
+def interleaved(t: dict[str, np.ndarray], vpp, pp, micro_batches) -> dict[str, np.ndarray]:
+    """:func:`terms` of plain 1F1B layouts (``vpp`` 1) turned into those of the same layouts run in
+    ``vpp`` interleaved chunks, without timing them again: interleaving changes only the pipeline
+    sends (``vpp`` of them per micro-batch instead of one) and the bubble, ``(pp - 1) / vpp`` stage
+    passes of a micro-batch that now includes those sends (Narayanan et al. 2021, Sec. 2.2.2)."""
+    v, pp, m = np.asarray(vpp), np.asarray(pp), np.asarray(micro_batches)
+    send = t["pipeline_p2p"] / m  # one micro-batch's sends at vpp 1
+    stage = np.where(pp > 1, t["pipeline_bubble"] / np.maximum(pp - 1, 1), 0.0)  # one micro-batch's pass
+    return t | {"pipeline_p2p": v * t["pipeline_p2p"],
+                "pipeline_bubble": (pp - 1) / v * (stage + (v - 1) * send)}
+
+
 def picked(model: Model, gpu: GPU, layouts: dict[str, np.ndarray], t: dict[str, np.ndarray],
            indices: Iterable[int], *, seq_len: int, dtype: str, **flags) -> list[tuple[Layout, StepTime]]:
     """Layouts ``indices`` of the arrays given to :func:`terms`, each with its step from their result ``t``."""
     per_token, peak = flops_per_token(model, seq_len=seq_len), gpu.peak_flops(dtype)
+    Layout(seq_len=seq_len, dtype=dtype, **flags)  # checks what the layouts share; the grid made the rest valid
+    shared = _LAYOUT_DEFAULTS | flags | {"seq_len": seq_len, "dtype": dtype}
+    indices = np.fromiter(indices, dtype=np.intp)
+    columns = {k: v[indices].tolist() for k, v in layouts.items()}
+    columns["recompute"] = [RECOMPUTE[r] for r in columns["recompute"]]
+    seconds = {k: v[indices].tolist() for k, v in t.items()}
     out = []
-    for i in indices:
-        layout = Layout(**{k: int(v[i]) for k, v in layouts.items() if k != "recompute"},
-                        recompute=RECOMPUTE[layouts["recompute"][i]], seq_len=seq_len, dtype=dtype, **flags)
-        out.append((layout, StepTime(**{k: float(v[i]) for k, v in t.items()}, tokens=float(layout.tokens),
+    for j in range(len(indices)):
+        layout = object.__new__(Layout)  # unchecked: Layout's checks would cost more than the step's arithmetic
+        layout.__dict__.update(shared, **{k: v[j] for k, v in columns.items()})
+        out.append((layout, StepTime(**{k: v[j] for k, v in seconds.items()}, tokens=float(layout.tokens),
                                      n_gpus=layout.n_gpus, model_flops=per_token * layout.tokens, peak_flops=peak)))
     return out
 
