@@ -12,6 +12,7 @@ Inference: weights by storage format plus the KV cache (Kwon et al. 2023, vLLM, 
 """
 
 import numbers
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import cache
 from math import ceil
@@ -468,6 +469,19 @@ def _largest(fits_at, limit: int) -> int:
     return lo
 
 
+def _inference_total(m: Model, context_len: int, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                     tp: int = 1) -> Callable[[int], float]:
+    """:func:`inference`'s total as a function of the batch size, its parts that do not depend on
+    the batch computed once (arguments already checked; the same arithmetic in the same order)."""
+    weights = quantized_weight_bytes(m, weight_dtype) / tp
+    kv = kv_cache_bytes(m, context_len, kv_dtype) * kv_share(m, tp)
+
+    def total(batch_size: int) -> float:
+        workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
+        return weights + workspace + kv * batch_size + RUNTIME_OVERHEAD
+    return total
+
+
 def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int = 4096, limit: int = 65536,
                    **kwargs) -> int:
     """Most sequences of ``context_len`` tokens that fit on ``gpu`` for inference (0 if none).
@@ -477,12 +491,13 @@ def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int =
     m, g = as_model(model), gpus.get(gpu)
     check_positive("context_len", context_len, integer=True)
     check_positive("limit", limit, integer=True)
-    fits_at = lambda b: fits(inference(m, batch_size=b, context_len=context_len, **kwargs), g)  # noqa: E731
+    inference(m, context_len=context_len, **kwargs)  # checks the other arguments
+    total = _inference_total(m, context_len, **kwargs)
+    fits_at = lambda b: total(b) <= g.memory_bytes  # noqa: E731
     start = min(limit, -(-PREFILL_CHUNK_TOKENS // context_len))
     if start < limit and fits_at(start):
-        base = inference(m, batch_size=start, context_len=context_len, **kwargs).total
-        slope = inference(m, batch_size=start + 1, context_len=context_len, **kwargs).total - base
-        guess = min(limit, start + int((g.memory_bytes - base) // slope))
+        base = total(start)
+        guess = min(limit, start + int((g.memory_bytes - base) // (total(start + 1) - base)))
         while guess > start and not fits_at(guess):  # float rounding at the boundary
             guess -= 1
         while guess < limit and fits_at(guess + 1):

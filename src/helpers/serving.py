@@ -245,7 +245,11 @@ def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
     if tp == 1:
         return np.zeros(np.shape(tokens))
     message = np.asarray(tokens, dtype=float) * m.d_model * ACTIVATION_BYTES
-    return 2 * m.n_layers * comm.allreduce_expected(message, tp, comm.gpu_link(g, tp))
+    return 2 * m.n_layers * comm.allreduce_expected(message, tp, _gpu_link(g, tp))
+
+
+#: :func:`comm.gpu_link`, looked up once per GPU and group size.
+_gpu_link = cache(comm.gpu_link)
 
 
 def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: str, kv_dtype: str,
@@ -254,12 +258,17 @@ def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: str, kv_dtype: s
     group and formats may be an array over steps (batch sizes included)."""
     weights, kv_per_layer, peak = _per_gpu(m, g, tp, weight_dtype, kv_dtype)
     flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / tp)
-    return Steps(flops=flops, weight_bytes=np.broadcast_to(weights * weight_share, flops.shape),
-                 kv_bytes=np.broadcast_to(kv_per_layer * batch_size * m.cached_tokens(np.asarray(kv_tokens, dtype=float)),
-                                          flops.shape),
-                 tensor_parallel=np.broadcast_to(_tp_seconds(m, g, tp, tp_tokens), flops.shape),
+    return Steps(flops=flops, weight_bytes=_spread(weights * weight_share, flops.shape),
+                 kv_bytes=_spread(kv_per_layer * batch_size * m.cached_tokens(np.asarray(kv_tokens, dtype=float)),
+                                  flops.shape),
+                 tensor_parallel=_spread(_tp_seconds(m, g, tp, tp_tokens), flops.shape),
                  peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, kernel=_kernel_family(g, weight_dtype), kv_group=kv_group)
+
+
+def _spread(values, shape: tuple[int, ...]) -> np.ndarray:
+    """``values`` (a number or an array) broadcast to ``shape``, as a new array."""
+    return np.full(shape, values, dtype=float)
 
 
 def _prefill_flops(m: Model, before, chunk):
@@ -282,10 +291,14 @@ def batch_totals(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str, co
     prompts, for each batch size of ``batches`` at once (arguments already checked; the fast path
     of :mod:`traffic`)."""
     b = np.asarray(batches, dtype=float)
-    decode = _decode_steps(m, g, tp, b, weight_dtype, kv_dtype, np.full(b.shape, float(context)), True)
-    prefill = _steps(m, g, tp, b, weight_dtype, kv_dtype, np.full(b.shape, float(_prefill_flops(m, 0, prompt_len))),
-                     weight_share_read(m, b * prompt_len), prompt_len, b * prompt_len)
-    return decode.seconds()["total"], prefill.seconds()["total"]
+    n = len(b)
+    decode_flops = 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(float(context))  # as _decode_steps
+    both = np.concatenate((b, b))  # the decoding steps, then the prefills: one array of steps
+    total = _steps(m, g, tp, both, weight_dtype, kv_dtype,
+                   np.repeat([decode_flops, float(_prefill_flops(m, 0, prompt_len))], n),
+                   np.concatenate((np.full(n, weight_share_read(m, b)), np.full(n, weight_share_read(m, b * prompt_len)))),
+                   np.repeat([float(context), float(prompt_len)], n), np.concatenate((b, b * prompt_len))).seconds()["total"]
+    return total[:n], total[n:]
 
 
 @renamed_keywords(n_gpus="tp")
