@@ -469,16 +469,17 @@ def _largest(fits_at, limit: int) -> int:
     return lo
 
 
-def _inference_total(m: Model, context_len: int, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                     tp: int = 1) -> Callable[[int], float]:
-    """:func:`inference`'s total as a function of the batch size, its parts that do not depend on
-    the batch computed once (arguments already checked; the same arithmetic in the same order)."""
+def _inference_total(m: Model, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                     tp: int = 1) -> Callable[[int, int], float]:
+    """:func:`inference`'s total as a function of the batch size and the context, what depends on
+    neither computed once (arguments already checked; the same arithmetic in the same order)."""
     weights = quantized_weight_bytes(m, weight_dtype) / tp
-    kv = kv_cache_bytes(m, context_len, kv_dtype) * kv_share(m, tp)
+    per_value, share = m.kv_values_per_layer * dtype_bytes(kv_dtype), kv_share(m, tp)
 
-    def total(batch_size: int) -> float:
+    def total(batch_size: int, context_len: int) -> float:
         workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
-        return weights + workspace + kv * batch_size + RUNTIME_OVERHEAD
+        kv = float(m.cached_tokens(float(context_len))) * per_value * share * batch_size  # as kv_cache_bytes
+        return weights + workspace + kv + RUNTIME_OVERHEAD
     return total
 
 
@@ -492,12 +493,12 @@ def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int =
     check_positive("context_len", context_len, integer=True)
     check_positive("limit", limit, integer=True)
     inference(m, context_len=context_len, **kwargs)  # checks the other arguments
-    total = _inference_total(m, context_len, **kwargs)
-    fits_at = lambda b: total(b) <= g.memory_bytes  # noqa: E731
+    total = _inference_total(m, **kwargs)
+    fits_at = lambda b: total(b, context_len) <= g.memory_bytes  # noqa: E731
     start = min(limit, -(-PREFILL_CHUNK_TOKENS // context_len))
     if start < limit and fits_at(start):
-        base = total(start)
-        guess = min(limit, start + int((g.memory_bytes - base) // (total(start + 1) - base)))
+        base = total(start, context_len)
+        guess = min(limit, start + int((g.memory_bytes - base) // (total(start + 1, context_len) - base)))
         while guess > start and not fits_at(guess):  # float rounding at the boundary
             guess -= 1
         while guess < limit and fits_at(guess + 1):
@@ -510,8 +511,9 @@ def max_context_len(model: "Model | str | float", gpu: GPU, *, batch_size: int =
                     **kwargs) -> int:
     """Longest context (tokens per sequence) that fits on ``gpu`` for inference (0 if none)."""
     m, g = as_model(model), gpus.get(gpu)
-    check_positive("batch_size", batch_size, integer=True)
-    return _largest(lambda s: fits(inference(m, batch_size=batch_size, context_len=s, **kwargs), g), limit)
+    inference(m, batch_size=batch_size, **kwargs)  # checks the other arguments
+    total = _inference_total(m, **kwargs)
+    return _largest(lambda s: total(batch_size, s) <= g.memory_bytes, limit)
 
 
 def _gpu_names(gpu_names: object) -> list:
