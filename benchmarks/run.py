@@ -115,12 +115,17 @@ def selector() -> list[str]:
     lines = ["Training sweeps plan 13 GPU counts per GPU. The candidate layouts of all counts are one masked numpy grid "
              "per model and NVLink domain (`planner._block`), their memory one vectorised call per domain "
              "(`planner._needs`); only layouts that fit (full recompute only where the same layout without recompute "
-             "does not) are timed, in one vectorised call per GPU, and the best of each count is picked in one pass "
-             "over the counts' segments (`planner._plans`). Plans are cached per model, GPU and batch: a deadline or "
-             "budget move re-ranks the catalog without re-planning it; a new model (the cold rows) plans it all "
-             "again. The cold sweep times about 67,000 layouts; its cost is numpy's per-element work on them, "
-             "not per-call overhead: timing all GPUs of a dtype in one call, and the layer terms once per "
-             "distinct (GPU, tensor-parallel degree, micro-batch, recompute), saved under 10 % and was not kept.", "",
+             "does not) are kept, and of those only the plain 1F1B sibling (vpp 1) is timed, in one vectorised call "
+             "per GPU: an interleaved variant differs from it only in its pipeline sends and bubble, which "
+             "`steptime.interleaved` derives (less than half the layouts are timed). The best of each count is "
+             "picked in one pass over the counts' segments (`planner._plans`) and built without re-checking the "
+             "grid's valid values. Plans are cached per model, GPU and batch: a deadline or budget move re-ranks the "
+             "catalog without re-planning it; a new model (the cold rows) plans it all again. What a cold sweep "
+             "costs now is mostly numpy's per-call overhead, about 200 array operations per GPU; timing all GPUs in "
+             "one call does not help, as arrays of tens of thousands of layouts no longer fit the cache. A sweep at a "
+             "traffic level sizes one replica per GPU, tensor-parallel degree and format: its largest batch from "
+             "the memory total as a function of the batch, and its step from one array of decoding steps and prefills.",
+             "",
              "| sweep | median | p95 | GPUs ranked |", "| --- | --- | --- | --- |"]
     for name, f in SELECTOR.items():
         f()  # warm the data caches once, as a live panel has

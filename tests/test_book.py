@@ -36,24 +36,34 @@ def test_a_table_within_its_rows_has_no_download_link():
     assert book.table(frame, rows=3).data == book.table(frame).data
 
 
+def _styled(html: str, props: str) -> set[str]:
+    """The 'th.colN' and 'td.colN' selectors of the rules in ``html``'s style sheet that set ``props``."""
+    blocks = re.findall(r"([^{}]*)\{\s*" + re.escape(props) + r"\s*\}", html.split("</style>")[0])
+    return {cell for block in blocks for cell in re.findall(r"(t[hd]\.col\d+)", block)}
+
+
 def test_identifiers_stay_on_one_line_and_prose_wraps():
     frame = pd.DataFrame({"gpu": ["RTX-PRO-6000-Server-96GB", "H100-SXM5-80GB"], "note": ["a long note that wraps", "x"],
                           "days": [1.0, 2.0]})
     html = book.table(frame).data
-    (selectors,) = re.findall(r"([^{}]*)\{\s*white-space: nowrap;", html)
-    nowrap = set(re.findall(r"_(row\d+_col\d+)", selectors))
-    assert nowrap == {"row0_col0", "row1_col0"}  # the GPU column only: not the prose, not the numbers
-    (selectors,) = re.findall(r"([^{}]*)\{\s*min-width: 9em;", html)
-    assert set(re.findall(r"_(row\d+_col\d+)", selectors)) == {"row0_col1", "row1_col1"}  # prose keeps a width
+    assert _styled(html, "white-space: nowrap;") == {"td.col0"}  # the GPU column only: not the prose, not the numbers
+    assert _styled(html, "min-width: 9em;") == {"td.col1"}  # prose keeps a width
 
 
 def test_numbers_are_right_aligned_under_right_aligned_headers():
     frame = pd.DataFrame({"GPU": ["A", "B"], "days": [1.0, 2.0], "fits": [True, False]})
     html = book.table(frame).data
-    assert re.search(r"th\.col1 \{\s*text-align: right;", html)
-    blocks = re.findall(r"([^{}]*)\{\s*text-align: right;\s*\}", html.split("</style>")[0])
-    cells = {cell for block in blocks for cell in re.findall(r"_(row\d+_col\d+)", block)}
-    assert cells == {"row0_col1", "row1_col1"}  # not names, not yes/no
+    assert _styled(html, "text-align: right;") == {"th.col1", "td.col1"}  # not names, not yes/no
+
+
+def test_cells_carry_ids_only_where_rows_are_shaded():
+    """Column styles are rules on the columns' classes, so cells need no ids (half the HTML of a
+    33-row table) unless a row is shaded."""
+    frame = pd.DataFrame({"GPU": ["A", "B"], "days": [1.0, 2.0]})
+    assert "_row0_col0" not in book.table(frame).data
+    shaded = book.table(frame, highlight=[False, True]).data
+    assert re.search(r"_row1_col0,?[^{]*\{\s*background-color: #fbe3e4;", shaded)
+    assert "background-color" not in shaded.split("_row1")[0].split("</style>")[0]
 
 
 def test_tables_of_many_columns_are_marked_for_smaller_type():

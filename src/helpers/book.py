@@ -6,6 +6,7 @@ import re
 
 import pandas as pd
 from IPython.display import HTML
+from pandas.io.formats.style import Styler
 
 from . import claims, validation
 
@@ -107,21 +108,24 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
     uuid = hashlib.sha1((caption + full.to_csv()).encode()).hexdigest()[:8]
     defaults = {c: _yes_no if frame[c].dtype == bool else _number if pd.api.types.is_float_dtype(frame[c]) else _code
                 for c in frame.columns}
-    styler = frame.style.set_uuid(uuid).hide(axis="index").format(defaults | (formats or {}), na_rep="–")
+    # cells get ids only where a row is shaded; the columns' styles are rules on their classes
+    styler = Styler(frame, uuid=uuid, cell_ids=highlight is not None).hide(axis="index").format(
+        defaults | (formats or {}), na_rep="–")
     if highlight is not None:  # rows to draw attention to, e.g. the article's wrong claims
         marks = dict(zip(frame.index, highlight))
         styler = styler.apply(lambda row: ["background-color: #fbe3e4" if marks[row.name] else "" for _ in row], axis=1)
     identifiers = [c for c in frame.columns if not pd.api.types.is_numeric_dtype(frame[c]) and
                    frame[c].dropna().map(lambda v: isinstance(v, str) and len(v) <= (30 if " " not in v else 16)).all()]
     numbers = [c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and frame[c].dtype != bool]
-    if numbers:  # figures line up on their last digit, their headers above them
-        styler = styler.set_properties(subset=numbers, **{"text-align": "right"}).set_table_styles(
-            {c: [{"selector": "th", "props": "text-align: right;"}] for c in numbers})
-    if identifiers:  # GPU and model names and the like break at hyphens and spaces: keep each on one line
-        styler = styler.set_properties(subset=identifiers, **{"white-space": "nowrap"})
     phrases = [c for c in frame.columns if c not in identifiers and not pd.api.types.is_numeric_dtype(frame[c])]
-    if phrases:  # layouts, notes: wide enough not to break a word per line on a narrow screen
-        styler = styler.set_properties(subset=phrases, **{"min-width": "9em"})
+    styles = {c: [] for c in frame.columns}  # per column: rules on its header (th) and cells (td)
+    for c in numbers:  # figures line up on their last digit, their headers above them
+        styles[c] += [{"selector": cell, "props": "text-align: right;"} for cell in ("th", "td")]
+    for c in identifiers:  # GPU and model names and the like break at hyphens and spaces: keep each on one line
+        styles[c].append({"selector": "td", "props": "white-space: nowrap;"})
+    for c in phrases:  # layouts, notes: wide enough not to break a word per line on a narrow screen
+        styles[c].append({"selector": "td", "props": "min-width: 9em;"})
+    styler = styler.set_table_styles({c: rules for c, rules in styles.items() if rules})
     if len(frame.columns) >= WIDE_COLUMNS:  # set smaller (book.css), so that it fits the text column
         styler = styler.set_table_attributes('class="book-wide"')
     if caption:
