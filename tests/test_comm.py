@@ -121,3 +121,13 @@ def test_large_collectives_span_line_rate_to_85_percent_of_achieved_by_hand():
     multi = comm.multinode_allreduce_time(1e9, 2, 8, "nvlink4", "ib-ndr", nics_per_node=4, algorithm="ring")
     assert multi.expected == pytest.approx((8.6 + 30 * 5) * 1e-6 + 1.875e9 / (4 * 50e9 * 0.96), rel=1e-6)
     assert multi.low == pytest.approx((8.6 + 30 * 5) * 1e-6 + 1.875e9 / 200e9, rel=1e-6)
+    assert multi.high == pytest.approx((8.6 + 30 * 5) * 1e-6 + 1.875e9 / (4 * 50e9 * 0.96 * 0.85), rel=1e-6)
+
+
+def test_nvls_all_reduce_band_by_hand():
+    """NVLS moves the 1 GB buffer once per GPU after its fixed latency: at NVLink 4's 450 GB/s line
+    rate (the fast end), at the measured 61.1 % of it (the expected value), and at 85 % of that."""
+    t = comm.collective_time("allreduce", 1e9, 8, "nvlink4", algorithm="nvls")
+    assert (t.low, t.expected, t.high) == pytest.approx(
+        (comm.NVLS_LATENCY + 1e9 / 450e9, comm.NVLS_LATENCY + 1e9 / (450e9 * 0.611),
+         comm.NVLS_LATENCY + 1e9 / (450e9 * 0.611 * 0.85)), rel=1e-9)

@@ -1,3 +1,4 @@
+import pandas as pd
 import pytest
 
 from helpers import _data, compare, compute, cost, gpus
@@ -198,3 +199,41 @@ def test_spot_overhead_by_hand():
     extra = cost.spot_overhead(12, interruptions_per_month=3, checkpoint_minutes=5, restart_minutes=10)
     assert extra.expected == pytest.approx((2 * 5 * per_minute) ** 0.5 + 10 * per_minute)
     assert cost.spot_overhead(16, interruptions_per_month=3, checkpoint_minutes=5, restart_minutes=10) == extra
+
+
+def test_energy_band_pairs_the_tariff_and_pue_ends_by_hand():
+    """8 H100 (700 W, 1.8 x that per GPU at the server) for 3 years at 50 %: 10.08 kW over 13,149 hours;
+    the cheap end at 6.6 cents and PUE 1.2, the dear end at 12.4 cents and PUE 1.8 (cost_assumptions.csv);
+    a tariff and PUE of the reader's own replace the sourced bands."""
+    kwh = 8 * 0.7 * 1.8 * 3 * cost.HOURS_PER_YEAR * 0.5
+    e = cost.ownership("H100", 8, years=3, utilization=0.5, gpu_price_usd=25000).energy
+    assert (e.low, e.expected, e.high) == pytest.approx((kwh * 0.066 * 1.20, kwh * 0.0835 * 1.58, kwh * 0.124 * 1.80))
+    mine = cost.ownership("H100", 8, years=3, utilization=0.5, gpu_price_usd=25000, electricity_usd_per_kwh=0.2,
+                          pue=Estimate(1.1, 1.3, 1.5)).energy
+    assert (mine.low, mine.expected, mine.high) == pytest.approx((kwh * 0.2 * 1.1, kwh * 0.2 * 1.3, kwh * 0.2 * 1.5))
+
+
+def test_rates_and_costs_pass_every_setting_on():
+    """What a reader sets reaches the model: the owned rate is one GPU's ownership with the reader's
+    price and tariff; a training cost uses the reader's format, sequence length and discount."""
+    owned = cost.hourly_rate("H100", "owned", gpu_price_usd=40000, electricity_usd_per_kwh=0.3)
+    assert owned == cost.ownership("H100", 1, gpu_price_usd=40000, electricity_usd_per_kwh=0.3).per_gpu_hour
+    assert owned.expected > cost.hourly_rate("H100", "owned", gpu_price_usd=25000).expected
+    t = compute.training_time("llama-2-7b", 1e11, "H100", 64, dtype="fp8", seq_len=4096)
+    assert t.expected < compute.training_time("llama-2-7b", 1e11, "H100", 64).expected  # the settings matter
+    run = cost.training_cost("llama-2-7b", 1e11, "H100", 64, pricing="reserved_1y", dtype="fp8", seq_len=4096,
+                             price_per_gpu_hour=2.0, discount=0.5)
+    assert run.expected == pytest.approx(t.expected * 64 / 3600 * 2.0 * 0.5)
+    assert cost.rent_vs_buy("H100", 8, years=1, price_per_gpu_hour=3.0)["rent (USD)"].iloc[1] == \
+        pytest.approx(8 * cost.HOURS_PER_MONTH * 0.7 * 3.0)
+
+
+def test_break_evens_count_a_tie_as_breaking_even():
+    """Owning breaks even in the first month it has cost no more than renting (a tie included); a
+    curve of just the two columns a break-even needs is enough: $2 per million tokens at 50 %
+    utilisation is $1 at 100 %, so a $4 API is matched from 25 %."""
+    table = pd.DataFrame({"month": [0, 1, 2], "rent (USD)": [0.0, 10.0, 20.0], "own (USD)": [5.0, 10.0, 12.0]})
+    assert cost.break_even_months(table) == 1
+    curve = pd.DataFrame({"utilization": [0.5], "usd per million tokens": [2.0]})
+    assert cost.break_even_utilization(curve, 4.0) == pytest.approx(0.25)
+    assert cost.break_even_utilization(curve, 2.0) == pytest.approx(0.5)  # the curve's own end still counts

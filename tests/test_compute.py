@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import calibration, compute, gpus, models, validation
+from helpers import calibration, compute, gpus, models, planner, validation
 from helpers.estimate import Estimate
 from helpers.units import DAY, HOUR
 
@@ -155,6 +155,11 @@ def test_end_to_end_training_runs_include_goodput():
     assert run.low / run.expected == pytest.approx(math.exp(-math.hypot(math.log(low), math.log(0.9))))
     # narrower than the product of the extremes, wider than either alone
     assert high < run.high / run.expected < high / 0.75
+    # a goodput band of the reader's that stops short of 1 widens the fast end too
+    mine = compute.run_time(planner.plan("llama-2-7b", "H100", 64, tokens=1e12), 1e12, goodput=Estimate(0.75, 0.9, 0.95))
+    assert mine.expected == pytest.approx(steady.expected / 0.9)
+    assert mine.low / mine.expected == pytest.approx(math.exp(-math.hypot(math.log(low), math.log(0.9 / 0.95))))
+    assert mine.high / mine.expected == pytest.approx(math.exp(math.hypot(math.log(high), math.log(0.9 / 0.75))))
 
 
 def test_prefill_time_keeps_its_old_dtype_keyword_for_one_release():
@@ -168,8 +173,8 @@ def test_prefill_time_keeps_its_old_dtype_keyword_for_one_release():
 def test_a_given_mfu_band_times_a_run_by_hand():
     """With mfu= and goodput= given, a run is 6ND over GPUs x dense peak x MFU x goodput, by hand:
     7e9 parameters on 1e12 tokens is 4.2e22 FLOP; 8 H100 SXM at 989.5 TFLOP/s (BF16, dense); MFU
-    0.3-0.4-0.5 times goodput 0.75-0.9-1.0 spans 0.225-0.36-0.5 of peak."""
-    t = compute.training_time(7e9, 1e12, "H100", 8, mfu=Estimate(0.3, 0.4, 0.5), goodput=Estimate(0.75, 0.9, 1.0))
+    0.3-0.4-0.5 times goodput 0.75-0.9-0.95 spans 0.225-0.36-0.475 of peak."""
+    t = compute.training_time(7e9, 1e12, "H100", 8, mfu=Estimate(0.3, 0.4, 0.5), goodput=Estimate(0.75, 0.9, 0.95))
     rate = 8 * 989.5e12
-    assert (t.low, t.expected, t.high) == pytest.approx((4.2e22 / (rate * 0.5), 4.2e22 / (rate * 0.36),
+    assert (t.low, t.expected, t.high) == pytest.approx((4.2e22 / (rate * 0.475), 4.2e22 / (rate * 0.36),
                                                          4.2e22 / (rate * 0.225)))

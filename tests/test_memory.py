@@ -307,6 +307,29 @@ def test_optimizer_states_by_hand():
     assert memory.training(m, optimizer="adafactor").optimizer == pytest.approx(4 * m.n_params + 4 * vectors)
 
 
+def test_adafactor_counts_a_tied_embedding_once_by_hand():
+    """GPT-2 XL ties its embedding and output head: Adafactor keeps one row and one column vector for
+    that one 50,257 x 1,600 matrix (51,857 values), besides 48 layers of q, k, v, o (1,600 x 1,600:
+    3,200 each) and the 1,600 x 6,400 MLP pair (8,000 each): 1,434,257 fp32 values in all."""
+    m = models.get("gpt2-xl")
+    vectors = 48 * (4 * 3200 + 2 * 8000) + (50257 + 1600)
+    assert vectors == 1_434_257
+    assert memory.training(m, optimizer="adafactor").optimizer == pytest.approx(4 * m.n_params + 4 * vectors)
+
+
+@pytest.mark.parametrize("limit", [1, 2, 3, 5, 8, 9])
+def test_searches_stop_at_their_limit_exactly(limit):
+    """Llama 2 7B on an H100 holds far more than 9 sequences of 4,096 tokens and contexts far longer
+    than 9 tokens: each search returns its limit, not a neighbour of it."""
+    assert memory.max_batch_size("llama-2-7b", "H100", limit=limit) == limit
+    assert memory.max_context_len("llama-2-7b", "H100", limit=limit) == limit
+
+
+def test_searches_find_nothing_when_the_weights_alone_do_not_fit():
+    assert memory.max_batch_size("llama-2-70b", "RTX-4090-24GB") == 0
+    assert memory.max_context_len("llama-2-70b", "RTX-4090-24GB") == 0
+
+
 def test_quantized_weights_keep_embeddings_in_16_bits_by_hand():
     """Llama 2 7B (6.74e9 parameters, 2 x 32,000 x 4,096 = 262,144,000 of them in the embedding
     and head): int4 stores the rest at 4.25 bits (4 bits, and an fp16 scale and zero point per 128

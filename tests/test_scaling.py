@@ -107,6 +107,14 @@ def test_a_transformer_step_is_its_compute_then_its_gradients():
     assert step.communication == pytest.approx(total) and step.exposed == pytest.approx(total)
     zero3 = scaling.transformer_step("llama-2-7b", "H100", 16, tokens_per_gpu=3000, zero_stage=3)
     assert zero3.communication == pytest.approx(1.5 * total)
+    # the reader's format, shorter sequences and smaller servers reach the step: 1,024 FP8 tokens, 4 servers of 4
+    short = steptime.step_time("llama-2-7b", "H100", steptime.Layout(global_batch=1, seq_len=1024, zero_stage=0,
+                                                                    recompute="none", dtype="fp8"))
+    small = scaling.transformer_step("llama-2-7b", "H100", 16, tokens_per_gpu=1024, dtype="fp8", gpus_per_node=4,
+                                     nics_per_node=4, overlap=0)
+    assert small.compute == pytest.approx(short.compute)
+    assert small.communication == pytest.approx(
+        comm.multinode_allreduce_time(6.74e9 * 2, 4, 4, "nvlink4", "ib-ndr", nics_per_node=4).expected)
 
 
 def test_scaling_table_by_hand():
