@@ -151,3 +151,63 @@ def test_a_target_no_replica_meets_names_the_unloaded_time_by_hand():
     step = select.recommend("llama-3-8b", tpot_s=0.0005, **kw).iloc[0]
     assert step["binding"] == "time per token" and step["cost_usd"] != step["cost_usd"]  # no price without a plan
     assert f"an unloaded step already takes {r.fixed * 1000:,.1f} ms" in step["reason"]
+
+
+TRAINING_ROW = {"fits": True, "memory per GPU (GB)": 61.2, "settings": "TP 8 x DP 4", "days": 30.0, "n_gpus": 32,
+                "cost_usd": 50_000.0, "scaling efficiency": 0.8, "limit": "network"}
+
+
+@pytest.mark.parametrize("change, deadline, budget, verdict", [
+    ({"fits": False}, 10, 1, ("memory", "needs 61 GB per GPU even at TP 8 x DP 4")),
+    ({}, 29.5, None, ("deadline", "30 days at 32 GPUs, over the 29.5-day deadline")),
+    ({}, 30, 50_000, ("compute", "30.0 days on 32 GPUs, $50,000 on demand")),  # a tie meets the target
+    ({}, None, 49_999, ("budget", "$50,000 on demand, over the $49,999 budget")),
+    ({"cost_usd": float("nan")}, None, 1e9, ("budget", select._UNPRICED)),
+    ({"cost_usd": float("nan"), "n_gpus": 1}, None, None, ("compute", "30.0 days on 1 GPU, no dated price")),
+    ({"scaling efficiency": 0.79}, None, None, ("interconnect", "30.0 days, but only 79% scaling efficiency "
+                                                                "(network sets the pace)")),
+])
+def test_training_verdicts_by_hand(change, deadline, budget, verdict):
+    assert select._training_verdict(TRAINING_ROW | change, deadline, budget) == verdict
+
+
+SERVING_ROW = {"fits": True, "memory per GPU (GB)": 20.4, "settings": "bf16 weights, tensor parallel 1",
+               "ms per token": 12.5, "cost_usd": 0.75, "bound": "memory bandwidth", "tokens/s": 80.0}
+
+
+@pytest.mark.parametrize("change, latency, budget, verdict", [
+    ({"fits": False}, 1, 1, ("memory", "needs 20 GB per GPU at bf16 weights, tensor parallel 1")),
+    ({}, 12, None, ("latency", "12.5 ms per token, over the 12 ms target")),
+    ({}, 12.5, 0.75, ("memory bandwidth", "80 tokens/s, 12.5 ms per token, $0.75 per million tokens")),
+    ({}, None, 0.74, ("budget", "$0.75 per million tokens, over $0.74")),
+    ({"cost_usd": float("nan")}, None, 5, ("budget", select._UNPRICED)),
+    ({"cost_usd": float("nan"), "bound": "compute"}, None, None, ("compute", "80 tokens/s, 12.5 ms per token, "
+                                                                             "no dated price")),
+])
+def test_serving_verdicts_by_hand(change, latency, budget, verdict):
+    assert select._serving_verdict(SERVING_ROW | change, latency, budget) == verdict
+
+
+TRAFFIC_ROW = {"fits": True, "settings": "fp8 weights, tensor parallel 2, 3 replicas", "ms per token": 41.25,
+               "first token (ms)": 1234.0, "utilization": 0.625, "cost_usd": 1.5, "limit": "time per token",
+               "per_replica": 2.125, "unloaded_ms": 17.25}
+
+
+@pytest.mark.parametrize("change, budget, verdict", [
+    ({"fits": False}, 1, ("memory", "the weights alone do not fit at fp8 weights, tensor parallel 2, 3 replicas")),
+    ({"ms per token": float("nan"), "limit": "time to first token"}, None,
+     ("time to first token", "an unloaded prompt already takes 1,234 ms at fp8 weights, tensor parallel 2, 3 replicas")),
+    ({"ms per token": float("nan")}, None,
+     ("time per token", "an unloaded step already takes 17.2 ms at fp8 weights, tensor parallel 2, 3 replicas")),
+    ({"ms per token": float("nan"), "limit": "capacity"}, None,
+     ("capacity", "2.12 requests/s per replica: more GPUs than allowed at fp8 weights, tensor parallel 2, 3 replicas")),
+    ({}, 1.5, ("time per token", "2.12 requests/s per replica (time per token binds); at this load 41.2 ms per token, "
+                                 "1,234 ms to the first token, 62% busy; $1.50 per million tokens")),
+    ({}, 1.49, ("budget", "$1.50 per million tokens, over $1.49")),
+    ({"cost_usd": float("nan")}, 2, ("budget", select._UNPRICED)),
+    ({"cost_usd": float("nan")}, None, ("time per token", "2.12 requests/s per replica (time per token binds); at this "
+                                                          "load 41.2 ms per token, 1,234 ms to the first token, 62% busy; "
+                                                          "no dated price")),
+])
+def test_traffic_verdicts_by_hand(change, budget, verdict):
+    assert select._traffic_verdict(TRAFFIC_ROW | change, budget) == verdict
