@@ -1,3 +1,4 @@
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -161,6 +162,35 @@ def test_parameter_offload_leaves_the_live_window_on_the_gpu():
     assert off.host == pytest.approx(m.n_params * (2 + 16))
     smaller = memory.training(m, zero_stage=3, offload="parameters", max_live_parameters=1e8)
     assert smaller.weights < off.weights and smaller.host == off.host
+
+
+def test_offload_copies_only_16_bit_gradients_and_splits_the_live_window_by_hand():
+    """Gradients already in fp32 (autocast, or fp32 training) are not copied again: AdamW's two fp32
+    moments (8 bytes) and the 4-byte gradients make 12 bytes per parameter on the host. The live
+    window of parameter offload is split over tensor parallelism (half of it on each of 2 GPUs) and
+    holds what the GPU keeps per parameter: 6 bytes under autocast (fp32 weights and their bf16 casts)."""
+    m, big = models.get("llama-2-7b"), models.get("llama-2-70b")
+    for kw in ({"amp": True}, {"dtype": "fp32"}):
+        assert memory.training(m, zero_stage=2, offload="optimizer", **kw).host == pytest.approx(12 * m.n_params)
+    window = memory.MAX_LIVE_PARAMETERS + big.vocab_size * big.d_model
+    assert memory.training(big, zero_stage=3, offload="parameters", tp=2).weights == pytest.approx(window * 2 / 2)
+    assert memory.training(big, zero_stage=3, offload="parameters", amp=True).weights == pytest.approx(window * 6)
+
+
+def test_precision_tp_and_boundaries_reach_activations_workspace_and_fits_by_hand():
+    """fp32 doubles every stored activation but FlashAttention's fp32 log-sum-exp (4 bytes per head and
+    token); the serving workspace of Llama 2 7B at 1,024 tokens, split over 2 GPUs, is 1,024 x (4 x 4,096
+    + 2 x 11,008) x 2 / 2 bytes plus one fp32 row of 32,000 logits; a breakdown of exactly the GPU's
+    memory fits; a context of 2**62 tokens (beyond int64 once multiplied by the layers) is counted in floats."""
+    m = models.get("llama-2-7b")
+    lse = 4 * m.n_heads * 2 * 1024
+    bf16 = memory.activations_per_layer(m, 2, 1024)
+    assert memory.activations_per_layer(m, 2, 1024, dtype="fp32") == pytest.approx(2 * (bf16 - lse) + lse)
+    assert memory.inference(m, context_len=1024, tp=2).activations == pytest.approx(
+        1024 * (4 * 4096 + 2 * 11008) * 2 / 2 + 32000 * 4)
+    h100 = gpus.get("H100")
+    assert memory.fits(memory.MemoryBreakdown(weights=h100.memory_bytes), h100)
+    assert memory.kv_cache_bytes(m, np.array([2**62]))[0] == pytest.approx(2.0**62 * 32 * 2 * 4096 * 2)
 
 
 def test_offloaded_host_memory_of_the_peft_run():
