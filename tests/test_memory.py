@@ -32,6 +32,21 @@ def test_korthikanti_activations_per_layer_gpt3():
     assert no_sp == pytest.approx(s * b * h * (10 + 24 / 8 + 5 * a * s / (h * 8)))  # Eq. 4
 
 
+def test_autocast_keeps_norm_inputs_and_softmax_in_fp32_by_hand():
+    """GPT-3's layer under fp16 autocast, dropout, no FlashAttention: the two norm inputs (the fp32
+    residual stream) take 4 bytes instead of 2, the fp32 softmax output 4 beside the 16-bit copy the
+    product with V keeps (2) and the dropout mask (1): sbh(38 + 7as/h); 36 + 6as/h without dropout;
+    full recompute keeps the fp32 layer input."""
+    gpt3 = models.get("gpt3-175b")
+    s, b, h, a = 2048, 1, 12288, 96
+    kw = dict(dtype="fp16", amp=True, flash_attention=False)
+    assert memory.activations_per_layer(gpt3, b, s, dropout=True, **kw) == pytest.approx(s * b * h * (38 + 7 * a * s / h))
+    assert memory.activations_per_layer(gpt3, b, s, **kw) == pytest.approx(s * b * h * (36 + 6 * a * s / h))
+    assert memory.activations_per_layer(gpt3, b, s, recompute="full", **kw) == pytest.approx(4 * s * b * h)
+    assert memory.training(gpt3, dtype="fp16", amp=True, flash_attention=False, micro_batch_size=1, seq_len=s).activations \
+        > memory.training(gpt3, dtype="fp16", flash_attention=False, micro_batch_size=1, seq_len=s).activations
+
+
 def test_llama_layer_activations_by_hand():
     """Llama 3.1 405B, one layer at 8192 tokens, TP 8 with sequence parallelism, FlashAttention, no
     dropout: norms 2+2, QKV and MLP inputs 2+2, Q 2, K and V 2*2*(8/128), attention output 2,

@@ -214,30 +214,36 @@ def quantized_weight_bytes(model: Model, weight_dtype: str) -> float:
 # --- activations --------------------------------------------------------------------------
 
 def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, tp, element: float, *,
-                           flash_attention: bool = True, sequence_parallel: bool = True, dropout: bool = False):
+                           flash_attention: bool = True, sequence_parallel: bool = True, dropout: bool = False,
+                           amp: bool = False):
     """:func:`activations_per_layer` without checks, on numbers or numpy arrays; ``recompute``
     is an index into :data:`RECOMPUTE` (0 none, 1 selective, 2 full), ``element`` bytes per value."""
     s, b, h, a = seq_len, micro_batch_size, model.d_model, float(model.n_heads)  # floats: s*s*b*a overflows int64
     tokens, e = s * b, element
+    # Under autocast the residual stream, the norms' inputs and the softmax output stay fp32, and each
+    # product keeps its own 16-bit copy of its input (PyTorch, 'Automatic Mixed Precision package',
+    # CUDA ops that autocast to float32: layer_norm, softmax).
+    wide = 4 if amp else e
     mlp = model.mlp_width / h  # MLP width per token, in units of h
     # Replicated over the tensor-parallel group unless the sequence is split: the two norm inputs,
     # the inputs of the QKV and first MLP products, and one dropout mask after attention and one after the MLP.
-    replicated = tokens * h * (4 * e + 2 * dropout)
+    replicated = tokens * h * (2 * wide + 2 * e + 2 * dropout)
     # Split over the group: Q, K and V (K and V at the KV width), the attention output, the MLP's
     # activation input (two halves for SwiGLU) and the second product's input.
     q = model.attention_dim / h
     split = tokens * h * e * (q + 2 * model.kv_dim / h + q + mlp * (2 if model.mlp == "swiglu" else 1) + mlp)
-    # The a*s^2 scores: softmax output, plus dropout mask and output; FlashAttention keeps only the
-    # fp32 log-sum-exp per head and token (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1).
-    scores = a * s * s * b * (e + dropout * (1 + e))
+    # The a*s^2 scores: softmax output, plus dropout mask and output (under autocast, the fp32 softmax
+    # output and the 16-bit copy the product with V keeps); FlashAttention keeps only the fp32
+    # log-sum-exp per head and token (Dao et al. 2022, arXiv:2205.14135, Sec. 3.1).
+    scores = a * s * s * b * (wide + dropout + np.logical_or(dropout, amp) * e)
     attention = np.where(flash_attention, 4 * a * tokens, np.where(recompute == 0, scores, 0))
     kept = replicated / np.where(sequence_parallel, tp, 1) + (split + attention) / tp
-    return np.where(recompute == 2, e * tokens * h / tp, kept)
+    return np.where(recompute == 2, wide * tokens * h / tp, kept)
 
 
 def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
                           tp: int = 1, dtype: str = "bf16", flash_attention: bool = True,
-                          dropout: bool = False) -> float:
+                          dropout: bool = False, amp: bool = False) -> float:
     """Activation bytes one transformer layer keeps for the backward pass.
 
     Korthikanti et al. 2022, Eq. 1 (arXiv:2205.05198), counted from the layer's own shapes: for
@@ -249,7 +255,10 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     per head and token); without it, selective recompute drops the scores instead (Sec. 5). Full
     recompute keeps only the layer input, e*s*b*h (Sec. 4.3). With tp > 1 everything is divided by
     tp (tensor plus sequence parallelism, Eq. 5). ``dropout``: Megatron-LM's GPT defaults and OPT
-    train with it; Llama, Mistral, Qwen, Falcon, MPT and BLOOM pre-train without.
+    train with it; Llama, Mistral, Qwen, Falcon, MPT and BLOOM pre-train without. ``amp``: PyTorch
+    autocast to ``dtype`` over fp32 weights, under which the norms' inputs (the residual stream) and
+    the softmax output are kept in fp32 and the products keep 16-bit copies of their inputs: for
+    GPT with dropout s*b*h*(38 + 7*a*s/h) bytes.
     """
     model = as_model(model)
     check_choice("recompute", recompute, RECOMPUTE)
@@ -258,10 +267,11 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     check_positive("seq_len", seq_len, integer=True)
     check_bool("flash_attention", flash_attention)
     check_bool("dropout", dropout)
+    check_bool("amp", amp)
     check_split(model, tp)
     return float(layer_activation_bytes(model, micro_batch_size, seq_len, RECOMPUTE.index(recompute), tp,
                                         4 if dtype in ("fp32", "tf32") else 2, flash_attention=flash_attention,
-                                        dropout=dropout))
+                                        dropout=dropout, amp=amp))
 
 
 def first_stage_layers(n_layers, pp):
@@ -273,7 +283,7 @@ def first_stage_layers(n_layers, pp):
 
 def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
                 tp: int = 1, pp: int = 1, dtype: str = "bf16", flash_attention: bool = True,
-                dropout: bool = False) -> float:
+                dropout: bool = False, amp: bool = False) -> float:
     """Activation bytes per GPU: the layers of the first pipeline stage (:func:`activations_per_layer`)
     plus embeddings, final norm and fp32 logits.
 
@@ -284,7 +294,7 @@ def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute:
     model = as_model(model)
     check_split(model, tp, pp)
     per_layer = activations_per_layer(model, micro_batch_size, seq_len, recompute=recompute, tp=tp, dtype=dtype,
-                                      flash_attention=flash_attention, dropout=dropout)
+                                      flash_attention=flash_attention, dropout=dropout, amp=amp)
     return pp * first_stage_layers(model.n_layers, pp) * per_layer + \
         logit_activation_bytes(model, micro_batch_size, seq_len, tp)
 
@@ -369,7 +379,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     return MemoryBreakdown(
         weights=weights, gradients=gradients, optimizer=optimizer_bytes,
         activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, pp=pp, dtype=dtype,
-                                flash_attention=flash_attention, dropout=dropout),
+                                flash_attention=flash_attention, dropout=dropout, amp=amp),
         overhead=RUNTIME_OVERHEAD, host=host,
     )
 
