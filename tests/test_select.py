@@ -138,6 +138,26 @@ def test_the_columns_are_the_models_numbers_in_their_units():
     assert served["cost_usd"] == pytest.approx(price / (2 * (1024 + 256) * 3600) * 1e6)
 
 
+def test_adapter_rows_and_wide_replicas_pass_their_settings_on():
+    """QLoRA of Llama 2 70B at 4,096-token sequences: the row's memory is memory.training's for QLoRA
+    with full recompute at that length, its time 4/6 of the full model's run on the planner's layout
+    (the frozen base computes its forward and the input gradients, not its weight gradients).
+    Llama 3 70B on L40S within 60 ms per token needs replicas of 2 GPUs: the row is traffic.plan's
+    at that width, format and prompt."""
+    row = select.recommend("llama-2-70b", task="qlora", tokens=1e8, seq_len=4096, gpu_names=["H100"]).iloc[0]
+    need = memory.training("llama-2-70b", dtype="bf16", method="qlora", recompute="full", seq_len=4096)
+    assert row["settings"] == "qlora, data parallel 1, full recompute" and row["n_gpus"] == 1
+    assert row["memory per GPU (GB)"] == pytest.approx(need.total / 1e9)
+    full = compute.run_time(planner.plan("llama-2-70b", "H100", 1, seq_len=4096, tokens=1e8), 1e8)
+    assert row["days"] == pytest.approx(full.expected * 4 / 6 / DAY)
+    kw = dict(requests_per_s=1, prompt_len=512, output_len=128, tpot_s=0.06)
+    wide = select.recommend("llama-3-70b", task="serve", gpu_names=["L40S"], **kw).iloc[0]
+    assert wide["settings"] == "int4 weights, tensor parallel 2, 1 replica"
+    at = traffic.plan("llama-3-70b", "L40S", tp=2, weight_dtype="int4", **kw).at_load
+    assert (wide["ms per token"], wide["first token (ms)"]) == pytest.approx(
+        (at.time_per_token * 1000, at.time_to_first_token * 1000))
+
+
 def test_a_target_no_replica_meets_names_the_unloaded_time_by_hand():
     """With a 1 ms time-to-first-token target nothing serves Llama 3 8B: the row reports the
     unloaded prompt time of its settings in ms; with a 0.5 ms per-token target, the unloaded
