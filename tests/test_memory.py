@@ -370,6 +370,25 @@ def test_searches_stop_at_their_limit_exactly(limit):
     assert memory.max_context_len("llama-2-7b", "H100", limit=limit) == limit
 
 
+@pytest.mark.parametrize("tp", [2, 4])
+def test_searches_over_a_tensor_parallel_group_find_the_last_size_that_fits(tp):
+    """Llama 3 70B in FP8 with an FP8 cache over 2 or 4 H100: the largest batch at 8,192 tokens and the
+    longest context of 3 (and, in the GPU table, 5) sequences are the last that memory.inference fits."""
+    kw = dict(tp=tp, weight_dtype="fp8", kv_dtype="fp8")
+    h100 = gpus.get("H100")
+
+    def fits(b, s):
+        return memory.fits(memory.inference("llama-3-70b", batch_size=b, context_len=s, **kw), h100)
+
+    b = memory.max_batch_size("llama-3-70b", h100, context_len=8192, **kw)
+    assert b > 1 and fits(b, 8192) and not fits(b + 1, 8192)
+    s = memory.max_context_len("llama-3-70b", h100, batch_size=3, **kw)
+    assert fits(3, s) and not fits(3, s + 1)
+    (longest,) = memory.longest_context_table("llama-3-70b", batch_size=5, gpu_names=["H100"], **kw)[
+        "longest context (tokens)"]
+    assert fits(5, longest) and not fits(5, longest + 1)
+
+
 def test_searches_find_nothing_when_the_weights_alone_do_not_fit():
     assert memory.max_batch_size("llama-2-70b", "RTX-4090-24GB") == 0
     assert memory.max_context_len("llama-2-70b", "RTX-4090-24GB") == 0

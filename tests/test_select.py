@@ -77,6 +77,14 @@ def test_adapters_train_on_one_gpu():
     assert r.loc[0, "n_gpus"] == 1 and r.loc[0, "binding"] == "compute"
 
 
+def test_largest_trainable_at_the_small_end_and_with_settings():
+    """A 16 GB T4 cannot fully train even a 1B model (16 bytes per parameter and the CUDA context):
+    0; a 24 GB L4 trains 1B; the optimizer reaches the answer (SGD's single buffer fits more)."""
+    assert select.largest_trainable("T4", 1) == 0
+    assert select.largest_trainable("L4", 1) == 1
+    assert select.largest_trainable("A100 80GB", 2, optimizer="sgd") > select.largest_trainable("A100 80GB", 2)
+
+
 def test_bad_task():
     with pytest.raises(ValueError, match="task='distill'"):
         select.recommend("llama-2-7b", task="distill")
