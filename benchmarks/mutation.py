@@ -10,12 +10,16 @@ from the repository root after mutmut.
 
 import ast
 import collections
+import csv
 import difflib
 import re
 import subprocess
 from pathlib import Path
 
 MUTANTS = Path("mutants/src/helpers")
+#: Surviving changes of a constant or formula that no test can kill, each with the reason: matched on
+#: the function and the changed line before and after, so that a renumbering of mutants keeps them.
+EXPLAINED = Path(__file__).with_name("mutation_explained.csv")
 #: What the run is, for results.md (the tests it leaves out are pyproject.toml's [tool.mutmut] settings).
 ABOUT = ("From the last `scripts/mutation` run (about 20 minutes on 2 cores; not rerun by `benchmarks/run.py`): "
          "mutmut changes one constant, operator, argument or string at a time in `memory`, `compute`, `comm`, "
@@ -104,8 +108,31 @@ def summary() -> list[str]:
     out += ["", f"All: {sum(total.values())} mutants, score {(total['killed'] + total['timeout']) / tested:.1%} "
             "(killed or timed out, of the mutants a test reaches).", "",
             "<details><summary>Surviving changes of a constant or formula</summary>", ""]
-    out += [f"- `{name}`: `{before}` -> `{after}`" for name, before, after in sorted(formulas)]
-    return out + ["", "</details>"]
+    reasons = explained()
+    unexplained = [(n, b, a) for n, b, a in sorted(formulas) if (_function(n), b, a) not in reasons]
+    out += [f"- `{name}`: `{before}` -> `{after}`" for name, before, after in unexplained]
+    out += ["", "</details>", "", f"<details><summary>Explained: {len(formulas) - len(unexplained)} surviving changes "
+            "of a constant or formula no test can kill (`benchmarks/mutation_explained.csv`)</summary>", ""]
+    by_reason = collections.defaultdict(list)
+    for name, before, after in sorted(formulas):
+        if (_function(name), before, after) in reasons:
+            by_reason[reasons[_function(name), before, after]].append(f"`{name}`")
+    out += [f"- {reason}: {', '.join(names)}" for reason, names in sorted(by_reason.items())]
+    stale = len(reasons) - sum(len(v) for v in by_reason.values())
+    return out + ["", f"{stale} explanation(s) match no survivor of this run (killed since, or the code changed).",
+                  "", "</details>"]
+
+
+def _function(name: str) -> str:
+    """'memory._largest' from a mutant's name, 'memory.x__largest__mutmut_12'."""
+    module, _, rest = name.partition(".")
+    return f"{module}.{rest.removeprefix('x_').rpartition('__mutmut_')[0]}"
+
+
+def explained() -> dict[tuple[str, str, str], str]:
+    """(function, line before, line after) -> why no test can kill that change."""
+    with EXPLAINED.open(encoding="utf-8", newline="") as f:
+        return {(row["function"], row["before"], row["after"]): row["reason"] for row in csv.DictReader(f)}
 
 
 def main() -> None:

@@ -131,3 +131,11 @@ def test_nvls_all_reduce_band_by_hand():
     assert (t.low, t.expected, t.high) == pytest.approx(
         (comm.NVLS_LATENCY + 1e9 / 450e9, comm.NVLS_LATENCY + 1e9 / (450e9 * 0.611),
          comm.NVLS_LATENCY + 1e9 / (450e9 * 0.611 * 0.85)), rel=1e-9)
+
+
+def test_one_server_of_a_multinode_all_reduce_is_the_all_reduce_it_asks_for():
+    """One node of 8 H100: the multinode model hands over to allreduce_time with the algorithm asked
+    for (a ring here, slower than the NVLS all-reduce 'auto' would take)."""
+    ring = comm.multinode_allreduce_time(1e9, 1, 8, "nvlink4", "ib-ndr", algorithm="ring")
+    assert ring == comm.allreduce_time(1e9, 8, "nvlink4", algorithm="ring")
+    assert ring.expected > comm.allreduce_time(1e9, 8, "nvlink4").expected

@@ -178,3 +178,15 @@ def test_a_given_mfu_band_times_a_run_by_hand():
     rate = 8 * 989.5e12
     assert (t.low, t.expected, t.high) == pytest.approx((4.2e22 / (rate * 0.475), 4.2e22 / (rate * 0.36),
                                                          4.2e22 / (rate * 0.225)))
+
+
+def test_training_time_passes_the_sequence_length_on():
+    """Longer sequences cost more attention FLOPs at a given MFU (training_flops at 8,192 tokens), and
+    the default estimate plans its layout at the sequence length asked for."""
+    m = models.get("llama-2-7b")
+    t = compute.training_time(m, 1e11, "H100", 8, mfu=0.4, goodput=1.0, seq_len=8192)
+    assert t.expected == pytest.approx(compute.training_flops(m, 1e11, seq_len=8192) / (8 * 989.5e12 * 0.4))
+    assert t.expected > compute.training_time(m, 1e11, "H100", 8, mfu=0.4, goodput=1.0).expected
+    planned = compute.training_time(m, 1e11, "H100", 64, seq_len=4096, goodput=1.0)
+    plan = planner.plan(m, "H100", 64, seq_len=4096, tokens=1e11)
+    assert plan.layout.seq_len == 4096 and planned == compute.run_time(plan, 1e11, goodput=1.0)

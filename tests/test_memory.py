@@ -389,6 +389,17 @@ def test_searches_over_a_tensor_parallel_group_find_the_last_size_that_fits(tp):
     assert fits(5, longest) and not fits(5, longest + 1)
 
 
+def test_searches_and_training_refuse_impossible_splits():
+    """A tensor-parallel group of 3 does not split Llama 2 7B's 32 heads, and ZeRO-2 does not combine
+    with pipeline parallelism: each search and memory.training say so instead of answering."""
+    with pytest.raises(ValueError, match="tp"):
+        memory.max_context_len("llama-2-7b", gpus.get("H100"), tp=3)
+    with pytest.raises(ValueError, match="tp"):
+        memory.max_batch_size("llama-2-7b", gpus.get("H100"), tp=3)
+    with pytest.raises(ValueError, match="zero_stage=2 does not combine with pp=2"):
+        memory.training("llama-2-7b", pp=2, zero_stage=2)
+
+
 def test_searches_find_nothing_when_the_weights_alone_do_not_fit():
     assert memory.max_batch_size("llama-2-70b", "RTX-4090-24GB") == 0
     assert memory.max_context_len("llama-2-70b", "RTX-4090-24GB") == 0
@@ -412,9 +423,11 @@ def test_fits_table_in_decimal_gb_by_hand():
     need = memory.inference("llama-2-7b")
     table = memory.fits_table(need, ["H100", "RTX-4090-24GB"]).set_index("GPU")
     assert list(table["memory (GB, vendor)"]) == [80, 24]
-    assert list(table["usable (GB)"]) == pytest.approx([80 * 2**30 / 1e9, 24 * 2**30 / 1e9])
-    assert list(table["needed (GB)"]) == pytest.approx([need.total / 1e9] * 2)
-    assert list(table["headroom (GB)"]) == pytest.approx([(80 * 2**30 - need.total) / 1e9, (24 * 2**30 - need.total) / 1e9])
+    exact = dict(rel=1e-12)  # a billion bytes, not 1e9 + 1
+    assert list(table["usable (GB)"]) == pytest.approx([80 * 2**30 / 1e9, 24 * 2**30 / 1e9], **exact)
+    assert list(table["needed (GB)"]) == pytest.approx([need.total / 1e9] * 2, **exact)
+    assert list(table["headroom (GB)"]) == pytest.approx([(80 * 2**30 - need.total) / 1e9,
+                                                          (24 * 2**30 - need.total) / 1e9], **exact)
     assert list(table["fits"]) == [True, True]
 
 

@@ -126,3 +126,10 @@ def test_scaling_table_by_hand():
     assert list(table.columns) == list(expected)
     for column, values in expected.items():
         assert table[column].tolist() == pytest.approx(values)
+
+
+def test_two_gpus_already_communicate():
+    """Data parallelism over 2 GPUs all-reduces the gradients (1 GB over NVLink 4), unlike 1 GPU."""
+    two = scaling.data_parallel_step(1e9, 0.3, 2, "nvlink4")
+    assert two.communication == pytest.approx(comm.allreduce_time(1e9, 2, "nvlink4").expected)
+    assert scaling.data_parallel_step(1e9, 0.3, 1, "nvlink4").communication == 0

@@ -121,7 +121,7 @@ def test_the_columns_are_the_models_numbers_in_their_units():
     price = cost.price("H100", "cloud_hour")
     assert (row["days"], row["days low"], row["days high"]) == pytest.approx(
         (time.expected / DAY, time.low / DAY, time.high / DAY))
-    assert row["memory per GPU (GB)"] == pytest.approx(plan.memory_per_gpu / 1e9)
+    assert row["memory per GPU (GB)"] == pytest.approx(plan.memory_per_gpu / 1e9, rel=1e-12)
     assert row["cost_usd"] == pytest.approx(time.expected / 3600 * row["n_gpus"] * price)
     assert row["scaling efficiency"] == pytest.approx(plan.scaling_efficiency)
 
@@ -239,3 +239,22 @@ TRAFFIC_ROW = {"fits": True, "settings": "fp8 weights, tensor parallel 2, 3 repl
 ])
 def test_traffic_verdicts_by_hand(change, budget, verdict):
     assert select._traffic_verdict(TRAFFIC_ROW | change, budget) == verdict
+
+
+def test_wide_fixed_batch_rows_and_rows_that_do_not_fit_by_hand():
+    """Llama 3.1 405B at batch 4 on H100 takes 4 GPUs in int4: its tokens/s is the decode model's
+    over the group, its cost the group's 4 GPU-hours per million tokens, its bound memory bandwidth.
+    On eight RTX 4090s even int4 weights do not fit: the row says so and names memory. With a first
+    token within 10 ms nothing serves Llama 3 70B from L40S: the row reports its own prompt's time."""
+    row = select.recommend("llama-3.1-405b", task="serve", batch_size=4, context_len=2048, gpu_names=["H100"]).iloc[0]
+    tps = compute.decode_throughput("llama-3.1-405b", "H100", tp=4, batch_size=4, context_len=2048,
+                                    weight_dtype="int4").expected
+    assert row["settings"] == "int4 weights, tensor parallel 4" and row["bound"] == "memory bandwidth"
+    assert row["tokens/s"] == pytest.approx(tps)
+    assert row["cost_usd"] == pytest.approx(cost.price("H100") * 4 / (tps * 3600) * 1e6)
+    kw = dict(task="serve", requests_per_s=1, output_len=128)
+    big = select.recommend("llama-3.1-405b", prompt_len=512, gpu_names=["RTX-4090-24GB"], **kw).iloc[0]
+    assert not big["fits"] and big["binding"] == "memory" and big["n_gpus"] == 8
+    slow = select.recommend("llama-3-70b", prompt_len=4096, ttft_s=0.01, gpu_names=["L40S"], **kw).iloc[0]
+    r = traffic.replica("llama-3-70b", "L40S", tp=1, prompt_len=4096, output_len=128, weight_dtype="int4")
+    assert slow["binding"] == "time to first token" and slow["first token (ms)"] == pytest.approx(r.prefill * 1000)
