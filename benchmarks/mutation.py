@@ -26,7 +26,8 @@ ABOUT = ("From the last `scripts/mutation` run (about 20 minutes on 2 cores; not
          "`scaling`, `cost` and `select` and runs the tests that reach it: all but the panel and browser tests and "
          "the two refits of the calibration (left out for time), and the ruff and public-API checks (which mutmut's "
          "generated code cannot pass). A survivor is a change no test notices; `benchmarks/mutation.py` sorts them "
-         "by what they change. mutmut credits a function behind a cache (`functools.cache`) only to the first test "
+         "by what they change, and lists apart the changes of a constant or formula that no test can tell from the "
+         "original, each with the reason (`benchmarks/mutation_explained.csv`). mutmut credits a function behind a cache (`functools.cache`) only to the first test "
          "that computes it, so other tests of it are not run against its mutants: the score is a lower bound.")
 
 
@@ -105,11 +106,13 @@ def summary() -> list[str]:
                    f"{counts['no tests']} | {counts['timeout']} | {(counts['killed'] + counts['timeout']) / tested:.0%} | "
                    + " | ".join(str(survivors[module][k]) for k in kinds) + " |")
     tested = total["killed"] + total["survived"] + total["timeout"]
-    out += ["", f"All: {sum(total.values())} mutants, score {(total['killed'] + total['timeout']) / tested:.1%} "
-            "(killed or timed out, of the mutants a test reaches).", "",
-            "<details><summary>Surviving changes of a constant or formula</summary>", ""]
     reasons = explained()
     unexplained = [(n, b, a) for n, b, a in sorted(formulas) if (_function(n), b, a) not in reasons]
+    out += ["", f"All: {sum(total.values())} mutants, score {(total['killed'] + total['timeout']) / tested:.1%} "
+            f"(killed or timed out, of the mutants a test reaches). Of the {len(formulas)} surviving changes of a "
+            f"constant or formula, {len(formulas) - len(unexplained)} are explained (below: no test can tell them "
+            f"apart) and {len(unexplained)} are neither killed nor explained yet.", "",
+            "<details><summary>Surviving changes of a constant or formula, not yet killed or explained</summary>", ""]
     out += [f"- `{name}`: `{before}` -> `{after}`" for name, before, after in unexplained]
     out += ["", "</details>", "", f"<details><summary>Explained: {len(formulas) - len(unexplained)} surviving changes "
             "of a constant or formula no test can kill (`benchmarks/mutation_explained.csv`)</summary>", ""]

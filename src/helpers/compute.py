@@ -32,8 +32,8 @@ def _choices() -> tuple[tuple[str, ...], tuple[str, ...]]:
 
 
 def efficiency(quantity: str, architecture: str, dtype: str) -> Estimate:
-    """Default efficiency band for ``quantity`` ("mfu", "decode_bandwidth", "prefill_compute",
-    "goodput") on a GPU architecture and dtype: the most specific row of ``data/efficiency.csv``."""
+    """Default efficiency band for ``quantity`` (one of those in ``data/efficiency.csv``, today only
+    "goodput") on a GPU architecture and dtype: the most specific row of that file."""
     quantities, architectures = _choices()
     check_choice("quantity", quantity, quantities)
     check_choice("architecture", architecture, architectures)
