@@ -1,8 +1,11 @@
 import inspect
+import io
 import warnings
 from pathlib import Path
 
 import ipywidgets as w
+import numpy as np
+import PIL.Image
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -350,3 +353,11 @@ def test_rent_or_buy_counts_overheads_unless_the_reader_has_them():
     with pytest.raises(ValueError, match="overheads must be True or False, got 'no'"):
         panel.set(overheads="no")
     assert panel.values()["overheads"] is False  # nothing changed
+
+
+def test_the_png_is_the_canvas_without_its_alpha(inference):
+    """The figures are opaque: the PNG drops the alpha channel and keeps every pixel of the canvas."""
+    image = PIL.Image.open(io.BytesIO(inference.snapshot().data))
+    canvas = np.asarray(inference.figure.canvas.buffer_rgba())
+    assert image.mode == "RGB" and (canvas[..., 3] == 255).all()
+    assert (np.asarray(image) == canvas[..., :3]).all()
