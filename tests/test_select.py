@@ -258,3 +258,13 @@ def test_wide_fixed_batch_rows_and_rows_that_do_not_fit_by_hand():
     slow = select.recommend("llama-3-70b", prompt_len=4096, ttft_s=0.01, gpu_names=["L40S"], **kw).iloc[0]
     r = traffic.replica("llama-3-70b", "L40S", tp=1, prompt_len=4096, output_len=128, weight_dtype="int4")
     assert slow["binding"] == "time to first token" and slow["first token (ms)"] == pytest.approx(r.prefill * 1000)
+
+
+def test_a_model_without_a_published_batch_is_planned_at_the_batch_its_tokens_call_for():
+    """A 30B model of no publication on 300B tokens: the selector plans it at the compute-optimal
+    batch for that run (planner.batch_tokens with the tokens), not at the one for 20 tokens per parameter."""
+    row = select.recommend(30e9, tokens=3e11, gpu_names=["H100"]).iloc[0]
+    plan = planner.plan(30e9, "H100", int(row["n_gpus"]), tokens=3e11)
+    assert planner.batch_tokens(30e9, 3e11) != planner.batch_tokens(30e9)
+    assert row["settings"] == plan.layout.describe()
+    assert row["days"] == pytest.approx(compute.run_time(plan, 3e11).expected / DAY, rel=1e-12)
