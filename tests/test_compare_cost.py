@@ -237,3 +237,12 @@ def test_break_evens_count_a_tie_as_breaking_even():
     curve = pd.DataFrame({"utilization": [0.5], "usd per million tokens": [2.0]})
     assert cost.break_even_utilization(curve, 4.0) == pytest.approx(0.25)
     assert cost.break_even_utilization(curve, 2.0) == pytest.approx(0.5)  # the curve's own end still counts
+
+
+def test_an_owned_run_costs_its_gpu_hours_at_the_readers_ownership_rate():
+    t = compute.training_time("llama-2-7b", 1e11, "H100", 64)
+    rate = cost.hourly_rate("H100", "owned", gpu_price_usd=40000, staff_usd_per_gpu_year=0)
+    owned = cost.training_cost("llama-2-7b", 1e11, "H100", 64, pricing="owned", gpu_price_usd=40000,
+                               staff_usd_per_gpu_year=0)
+    assert owned.expected == pytest.approx(t.expected * 64 / 3600 * rate.expected)
+    assert rate != cost.hourly_rate("H100", "owned", gpu_price_usd=40000)

@@ -190,3 +190,11 @@ def test_training_time_passes_the_sequence_length_on():
     planned = compute.training_time(m, 1e11, "H100", 64, seq_len=4096, goodput=1.0)
     plan = planner.plan(m, "H100", 64, seq_len=4096, tokens=1e11)
     assert plan.layout.seq_len == 4096 and planned == compute.run_time(plan, 1e11, goodput=1.0)
+
+
+def test_training_time_plans_at_the_batch_its_tokens_call_for():
+    """A 30B model of no publication on 300B tokens is planned at the compute-optimal batch for that
+    run, not at the one for 20 tokens per parameter."""
+    plan = planner.plan(30e9, "H100", 32, tokens=3e11)
+    assert compute.training_time(30e9, 3e11, "H100", 32) == compute.run_time(plan, 3e11)
+    assert plan.layout.tokens != planner.plan(30e9, "H100", 32).layout.tokens

@@ -133,3 +133,11 @@ def test_two_gpus_already_communicate():
     two = scaling.data_parallel_step(1e9, 0.3, 2, "nvlink4")
     assert two.communication == pytest.approx(comm.allreduce_time(1e9, 2, "nvlink4").expected)
     assert scaling.data_parallel_step(1e9, 0.3, 1, "nvlink4").communication == 0
+
+
+def test_servers_of_4_put_8_gpus_on_two_servers():
+    """8 GPUs in servers of 4 all-reduce across 2 servers (over their NICs), not inside one."""
+    step = scaling.transformer_step("llama-2-7b", "H100", 8, gpus_per_node=4, nics_per_node=4, overlap=0)
+    assert step.communication == pytest.approx(
+        comm.multinode_allreduce_time(6.74e9 * 2, 2, 4, "nvlink4", "ib-ndr", nics_per_node=4).expected)
+    assert step.communication > scaling.transformer_step("llama-2-7b", "H100", 8, overlap=0).communication

@@ -268,3 +268,58 @@ def test_a_model_without_a_published_batch_is_planned_at_the_batch_its_tokens_ca
     assert planner.batch_tokens(30e9, 3e11) != planner.batch_tokens(30e9)
     assert row["settings"] == plan.layout.describe()
     assert row["days"] == pytest.approx(compute.run_time(plan, 3e11).expected / DAY, rel=1e-12)
+
+
+@pytest.mark.parametrize("model, gpu, tpot_s, settings", [
+    ("llama-3-70b", "L40S", 0.04, "fp8 weights, tensor parallel 4, 1 replica"),
+    ("llama-3.1-405b", "H100", 0.03, "int4 weights, tensor parallel 8, 1 replica"),
+])
+def test_tighter_token_targets_reach_wider_groups(model, gpu, tpot_s, settings):
+    """Every tensor-parallel width is tried: a tight time per token moves Llama 3 70B on L40S to groups
+    of 4 and Llama 3.1 405B on H100 to groups of 8."""
+    row = select.recommend(model, task="serve", requests_per_s=1, prompt_len=512, output_len=128, tpot_s=tpot_s,
+                           gpu_names=[gpu]).iloc[0]
+    assert row["settings"] == settings and row["binding"] == "time per token"
+
+
+def test_a_latency_target_reaches_a_fixed_batch_group_of_8():
+    row = select.recommend("llama-3.1-405b", task="serve", batch_size=1, context_len=2048, latency_ms=25,
+                           gpu_names=["H100"]).iloc[0]
+    assert row["settings"] == "int4 weights, tensor parallel 8" and row["binding"] == "memory bandwidth"
+
+
+def test_traffic_rows_respect_gpu_limits_and_odd_head_counts():
+    """A consumer card stays within one machine of 8 however much traffic there is; max_gpus caps the
+    replicas (one L40S: one GPU; two: the 2-GPU group a tight token target needs); GPT-2 XL's 25 heads
+    split over no group of 2, 4 or 8, so only single-GPU options are tried, at a traffic level and at a
+    fixed batch."""
+    kw = dict(task="serve", prompt_len=512, output_len=128)
+    busy = select.recommend("llama-3-8b", requests_per_s=200, gpu_names=["RTX-4090-24GB"], **kw).iloc[0]
+    assert busy["n_gpus"] <= 8
+    one = select.recommend("llama-3-70b", requests_per_s=1, max_gpus=1, gpu_names=["L40S"], **kw).iloc[0]
+    assert one["n_gpus"] == 1 and one["settings"] == "int4 weights, tensor parallel 1, 1 replica"
+    two = select.recommend("llama-3-70b", requests_per_s=1, tpot_s=0.06, max_gpus=2, gpu_names=["L40S"], **kw).iloc[0]
+    assert two["settings"] == "int4 weights, tensor parallel 2, 1 replica"
+    for extra in (dict(requests_per_s=1), dict(batch_size=1)):
+        row = select.recommend("gpt2-xl", gpu_names=["H100"], **kw, **extra).iloc[0]
+        assert "tensor parallel 1" in row["settings"]
+
+
+def test_serving_budgets_bind_and_tables_keep_only_their_columns():
+    """A budget of a tenth of a cent per million tokens binds at a fixed batch and at a traffic level;
+    the verdicts' inputs (limit, per replica, unloaded time) and pandas' old index are not columns;
+    a planned row fits and counts its output tokens; rows that meet the targets come first."""
+    fixed = select.recommend("llama-2-7b", task="serve", batch_size=1, budget_usd=0.001, gpu_names=["H100"])
+    assert fixed.loc[0, "binding"] == "budget" and fixed.loc[0, "reason"].endswith("over $0.00")
+    served = select.recommend("llama-3-8b", task="serve", requests_per_s=1, budget_usd=0.001, gpu_names=["H100"])
+    assert served.loc[0, "binding"] == "budget"
+    traffic_level = select.recommend("llama-3-8b", task="serve", requests_per_s=2, prompt_len=1024, output_len=256)
+    for table in (fixed, served, traffic_level):
+        assert not {"limit", "per_replica", "unloaded_ms", "index", "ok"} & set(table.columns)
+    planned = traffic_level[traffic_level["ms per token"].notna()]
+    assert planned["fits"].all() and (planned["tokens/s"] == 2 * 256).all()
+    unplanned = traffic_level[traffic_level["ms per token"].isna()]
+    assert (unplanned["tokens/s"] == 0).all()
+    meets = list(traffic_level["ms per token"].notna() & (traffic_level["binding"] != "budget"))
+    assert meets == sorted(meets, reverse=True)  # every row that serves the traffic before any that does not
+
