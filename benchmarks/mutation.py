@@ -27,8 +27,10 @@ ABOUT = ("From the last `scripts/mutation` run (about 20 minutes on 2 cores; not
          "the two refits of the calibration (left out for time), and the ruff and public-API checks (which mutmut's "
          "generated code cannot pass). A survivor is a change no test notices; `benchmarks/mutation.py` sorts them "
          "by what they change, and lists apart the changes of a constant or formula that no test can tell from the "
-         "original, each with the reason (`benchmarks/mutation_explained.csv`). mutmut credits a function behind a cache (`functools.cache`) only to the first test "
-         "that computes it, so other tests of it are not run against its mutants: the score is a lower bound.")
+         "original, each with the reason (`benchmarks/mutation_explained.csv`). mutmut forks each mutant's run from "
+         "a process whose caches (`functools.cache`) hold the unmutated results, so `tests/conftest.py` empties them "
+         "at the start of each run; it still credits a cached function only to the tests that computed it while it "
+         "recorded coverage, so some tests of it are not run against its mutants: the score is a lower bound.")
 
 
 def _functions(path: Path) -> dict[str, str]:
