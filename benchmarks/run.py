@@ -96,8 +96,9 @@ def panels() -> list[str]:
     lines = ["A move redraws in place: the figure keeps its axes and ticks (`plots.subplots`, `plots.empty`), bars are "
              "one collection per style (`plots.bars`), the first layout is reused until a drawn text would leave the "
              "figure, the canvas keeps each string's bitmap and checks each text's ink while drawing (`plots.Canvas`), "
-             "and the PNG is encoded from the canvas without a second drawing. What remains is mostly matplotlib's "
-             "own per-text cost (tick labels and value labels of 33-GPU charts) and the pandas Styler table.", "",
+             "and the PNG (RGB: the figures are opaque) is encoded from the canvas without a second drawing. What "
+             "remains is mostly matplotlib's own per-text cost (tick labels and value labels of 33-GPU charts) and the "
+             "pandas Styler table.", "",
              "| panel | redraw median | redraw p95 | computation median | computation p95 | moves |",
              "| --- | --- | --- | --- | --- | --- |"]
     for name, factory in widgets.panels().items():

@@ -14,7 +14,7 @@ if os.environ.get("CI"):
 
 
 @pytest.fixture(autouse=True, scope="session")
-def _caches_hold_the_mutant():
+def _empty_caches_for_each_mutant():
     """Under mutation testing (``scripts/mutation``) mutmut forks each mutant's test run from a
     process that has already run the tests, so the package's caches hold what the unmutated code
     computed and a cached function's mutants would go unseen: empty them once at the start of
