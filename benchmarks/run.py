@@ -122,8 +122,8 @@ def selector() -> list[str]:
              "picked in one pass over the counts' segments (`planner._plans`) and built without re-checking the "
              "grid's valid values. Plans are cached per model, GPU and batch: a deadline or budget move re-ranks the "
              "catalog without re-planning it; a new model (the cold rows) plans it all again. What a cold sweep "
-             "costs now is mostly numpy's per-call overhead, about 200 array operations per GPU; timing all GPUs in "
-             "one call does not help, as arrays of tens of thousands of layouts no longer fit the cache. A sweep at a "
+             "costs now is mostly numpy's per-call overhead (one call per GPU of every array operation of the step "
+             "model); timing all GPUs in one call does not help, as arrays of tens of thousands of layouts no longer fit the cache. A sweep at a "
              "traffic level sizes one replica per GPU, tensor-parallel degree and format: its largest batch from "
              "the memory total as a function of the batch, and its step from one array of decoding steps and prefills.",
              "",

@@ -91,6 +91,8 @@ def link(name: "str | Link") -> Link:
         return name
     if not isinstance(name, str):
         raise ValueError(f"unknown link {name!r}; known: {', '.join(_links())}")
+    if name in _links():  # a catalog name: no need to normalise it
+        return _links()[name]
     try:
         return _links()[_lookup.resolve(name, _link_index(), "link")]
     except ValueError as e:

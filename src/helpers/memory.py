@@ -413,8 +413,14 @@ def kv_cache_bytes(model: "Model | str | float", context_len, kv_dtype: str = "b
     per_value = m.kv_values_per_layer * dtype_bytes(kv_dtype)
     if np.ndim(context_len) == 0:
         check_positive("context_len", context_len, integer=True)
-        return float(m.cached_tokens(float(context_len))) * per_value  # floats: long contexts overflow int64
+        return _sequence_kv_bytes(m, context_len, per_value)
     return m.cached_tokens(np.asarray(context_len, dtype=float)) * per_value
+
+
+def _sequence_kv_bytes(m: Model, context_len: int, per_value: float) -> float:
+    """:func:`kv_cache_bytes` of one context length, ``per_value`` bytes per cached value and layer
+    (unchecked; in floats: long contexts overflow int64)."""
+    return float(m.cached_tokens(float(context_len))) * per_value
 
 
 def kv_share(model: "Model | str | float", tp: int) -> float:
@@ -488,8 +494,7 @@ def _inference_total(m: Model, *, weight_dtype: str = "bf16", kv_dtype: str = "b
 
     def total(batch_size: int, context_len: int) -> float:
         workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
-        kv = float(m.cached_tokens(float(context_len))) * per_value * share * batch_size  # as kv_cache_bytes
-        return weights + workspace + kv + RUNTIME_OVERHEAD
+        return weights + workspace + _sequence_kv_bytes(m, context_len, per_value) * share * batch_size + RUNTIME_OVERHEAD
     return total
 
 

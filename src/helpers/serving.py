@@ -245,11 +245,7 @@ def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
     if tp == 1:
         return np.zeros(np.shape(tokens))
     message = np.asarray(tokens, dtype=float) * m.d_model * ACTIVATION_BYTES
-    return 2 * m.n_layers * comm.allreduce_expected(message, tp, _gpu_link(g, tp))
-
-
-#: :func:`comm.gpu_link`, looked up once per GPU and group size.
-_gpu_link = cache(comm.gpu_link)
+    return 2 * m.n_layers * comm.allreduce_expected(message, tp, comm.gpu_link(g, tp))
 
 
 def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: str, kv_dtype: str,
@@ -278,10 +274,15 @@ def _prefill_flops(m: Model, before, chunk):
     return 2 * m.n_active_params * chunk + 4 * m.attention_dim * m.attention_pairs(before, chunk)
 
 
+def _decode_flops(m: Model, context):
+    """FLOPs per sequence of one decoding step at ``context`` tokens of cache: 2 per active
+    parameter, and 4·d per cached token of attention (numbers or numpy arrays)."""
+    return 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(context)
+
+
 def _decode_steps(m: Model, g: GPU, tp: int, batch_size: int, weight_dtype: str, kv_dtype: str,
                   context: np.ndarray, grouped_kv_kernel: bool) -> Steps:
-    flops = 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(context)
-    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, flops, weight_share_read(m, batch_size),
+    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, _decode_flops(m, context), weight_share_read(m, batch_size),
                   context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads)
 
 
@@ -292,10 +293,9 @@ def batch_totals(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str, co
     of :mod:`traffic`)."""
     b = np.asarray(batches, dtype=float)
     n = len(b)
-    decode_flops = 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(float(context))  # as _decode_steps
     both = np.concatenate((b, b))  # the decoding steps, then the prefills: one array of steps
     total = _steps(m, g, tp, both, weight_dtype, kv_dtype,
-                   np.repeat([decode_flops, float(_prefill_flops(m, 0, prompt_len))], n),
+                   np.repeat([_decode_flops(m, float(context)), float(_prefill_flops(m, 0, prompt_len))], n),
                    np.concatenate((np.full(n, weight_share_read(m, b)), np.full(n, weight_share_read(m, b * prompt_len)))),
                    np.repeat([float(context), float(prompt_len)], n), np.concatenate((b, b * prompt_len))).seconds()["total"]
     return total[:n], total[n:]
