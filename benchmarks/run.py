@@ -69,7 +69,7 @@ SELECTOR = {
 def _cold(f):
     """``f()`` after emptying the planner's and the serving caches, as when a reader picks another
     model or moves the prompt or output length."""
-    for cached in (planner._block, planner._needs, planner._plans, select._serving, traffic._replica,
+    for cached in (planner._block, planner._needs, planner._plans, select._serving, traffic._replicas,
                    serving._per_gpu):
         cached.cache_clear()
     return f()

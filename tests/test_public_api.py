@@ -110,6 +110,8 @@ EXAMPLES = {
     "traffic.load": dict(r=REPLICA, requests_per_s=2.0),
     "traffic.replica": dict(model="llama-3-8b", gpu="A100 80GB", tp=2, prompt_len=1024, output_len=256,
                             weight_dtype="int8"),
+    "traffic.replicas": dict(model="llama-3-8b", gpu="A100 80GB", tp=2, prompt_len=1024, output_len=256,
+                             weight_dtypes=("int8", "bf16")),
     "validation.ddp_runs": dict(overlap=0.5),
 }
 

@@ -27,6 +27,21 @@ def test_the_replica_is_the_step_model_linearised():
     assert r.work_per_request == pytest.approx(256 * r.per_sequence + 1024 * r.per_prompt_token)
 
 
+@settings(max_examples=25, deadline=None)
+@given(st.sampled_from(["llama-3-8b", "llama-3-70b", "mixtral-8x7b", "llama-2-7b"]),
+       st.sampled_from(["H100", "A100 80GB", "L40S", "RTX 4090", "B200", "MI300X"]), st.sampled_from([1, 2, 4, 8]),
+       st.integers(1, 8192), st.integers(1, 4096))
+def test_replicas_of_every_format_at_once_are_each_replica(model, gpu, tp, prompt_len, output_len):
+    """Replicas of a GPU's serving formats computed in one array equal each format computed alone,
+    to the bit (the selector's traffic sweep takes them together)."""
+    dtypes = serving.serving_formats(gpu)
+    together = traffic.replicas(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtypes=dtypes)
+    traffic._replicas.cache_clear()  # alone: not read back from the shared cache
+    alone = [traffic.replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=d)
+             for d in dtypes]
+    assert list(together) == alone
+
+
 def test_steady_state_by_hand():
     """t = a / (1 - rho), rho = lambda w; the batch follows Little's law; the first token waits as in
     an M/D/1 queue, rho w / (2 (1 - rho)), after its own prefill."""

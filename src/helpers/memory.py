@@ -470,6 +470,10 @@ def fits(breakdown: MemoryBreakdown, gpu: GPU) -> bool:
     return _check_breakdown(breakdown).total <= gpus.get(gpu).memory_bytes
 
 
+#: The most sequences :func:`max_batch_size` looks for by default.
+BATCH_LIMIT = 65536
+
+
 def _largest(fits_at, limit: int) -> int:
     """Largest n in [0, limit] with fits_at(n), for a monotone predicate (doubling, then bisection)."""
     check_positive("limit", limit, integer=True)
@@ -498,7 +502,7 @@ def _inference_total(m: Model, *, weight_dtype: str = "bf16", kv_dtype: str = "b
     return total
 
 
-def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int = 4096, limit: int = 65536,
+def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int = 4096, limit: int = BATCH_LIMIT,
                    **kwargs) -> int:
     """Most sequences of ``context_len`` tokens that fit on ``gpu`` for inference (0 if none).
 
@@ -508,12 +512,17 @@ def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int =
     check_positive("context_len", context_len, integer=True)
     check_positive("limit", limit, integer=True)
     inference(m, context_len=context_len, **kwargs)  # checks the other arguments
-    total = _inference_total(m, **kwargs)
-    fits_at = lambda b: total(b, context_len) <= g.memory_bytes  # noqa: E731
+    return _max_batch(_inference_total(m, **kwargs), g.memory_bytes, context_len, limit)
+
+
+def _max_batch(total: Callable[[int, int], float], capacity: float, context_len: int, limit: int) -> int:
+    """:func:`max_batch_size` on an :func:`_inference_total` and a GPU's memory in bytes (arguments
+    already checked)."""
+    fits_at = lambda b: total(b, context_len) <= capacity  # noqa: E731
     start = min(limit, -(-PREFILL_CHUNK_TOKENS // context_len))
     if start < limit and fits_at(start):
         base = total(start, context_len)
-        guess = min(limit, start + int((g.memory_bytes - base) // (total(start + 1, context_len) - base)))
+        guess = min(limit, start + int((capacity - base) // (total(start + 1, context_len) - base)))
         while guess > start and not fits_at(guess):  # float rounding at the boundary
             guess -= 1
         while guess < limit and fits_at(guess + 1):

@@ -84,14 +84,12 @@ def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, c
             "cost_usd": rate * tp / (tps * 3600) * 1e6 if rate else nan}
 
 
-def _traffic_option(m: Model, g: gpus.GPU, tp: int, dtype: str, requests_per_s: float, prompt_len: int,
+def _traffic_option(g: gpus.GPU, tp: int, dtype: str, r: traffic.Replica, requests_per_s: float, prompt_len: int,
                     output_len: int, ttft_s: float | None, tpot_s: float | None, most: int) -> dict:
-    p = traffic.plan(m, g, requests_per_s=requests_per_s, prompt_len=prompt_len, output_len=output_len, ttft_s=ttft_s,
-                     tpot_s=tpot_s, tp=tp, weight_dtype=dtype, max_replicas=max(1, most // tp))
+    caps = traffic.limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
+    p = traffic._sized(r, g.name, dtype, tp, requests_per_s, caps, max(1, most // tp))
     settings = f"{dtype} weights, tensor parallel {tp}"
     if p is None:
-        r = traffic.replica(m, g, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=dtype)
-        caps = traffic.limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
         binding = min(caps, key=caps.get)
         return {"gpu": g.name, "n_gpus": most, "settings": settings, "fits": r.max_batch > 0, "tokens/s": 0.0,
                 "ms per token": nan, "first token (ms)": r.prefill * 1000, "utilization": nan, "cost_usd": nan,
@@ -197,8 +195,10 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
                 if tp > most or m.n_heads % tp or any(v[0] != "budget" and o["n_gpus"] <= tp and o["ms per token"] == o["ms per token"]
                                                        for o, v in zip(options, verdicts)):
                     continue  # a plan on at most tp GPUs already exists: wider replicas cannot need fewer GPUs
-                for dtype in serving.serving_formats(g):
-                    options.append(_traffic_option(m, g, tp, dtype, requests_per_s, prompt_len, output_len, ttft_s,
+                dtypes = serving.serving_formats(g)
+                for dtype, r in zip(dtypes, traffic.replicas(m, g, tp=tp, prompt_len=prompt_len, output_len=output_len,
+                                                             weight_dtypes=dtypes)):
+                    options.append(_traffic_option(g, tp, dtype, r, requests_per_s, prompt_len, output_len, ttft_s,
                                                    tpot_s, most))
                     verdicts.append(_traffic_verdict(options[-1], budget_usd))
         elif task == "serve":

@@ -123,7 +123,9 @@ class Steps:
     """Per-GPU work of a sequence of engine steps, one array element per step: FLOPs, bytes of
     the weights read, KV-cache bytes, and the seconds of tensor-parallel all-reduces; with the
     GPU's peaks, the model's depth, and ``kv_group``, the query heads per KV head when the
-    attention kernel reads the cache once per query head (1 when it shares it)."""
+    attention kernel reads the cache once per query head (1 when it shares it). Steps of several
+    weight formats at once are rows of 2-D arrays, with ``peak_flops`` a column and ``kernel`` a
+    tuple, one per format."""
 
     flops: np.ndarray
     weight_bytes: np.ndarray
@@ -134,7 +136,7 @@ class Steps:
     bandwidth: float
     n_layers: int
     architecture: str
-    kernel: str = ""
+    kernel: str | tuple[str, ...] = ""
     kv_group: int = 1
 
     def seconds(self, calibration: ServingCalibration | None = None) -> dict[str, np.ndarray]:
@@ -145,7 +147,9 @@ class Steps:
         compute = self.flops / (self.peak_flops * cal.compute_for(self.architecture))
         stream = self.bandwidth * cal.bandwidth_fraction
         kv = self.kv_bytes * (1 + (self.kv_group - 1) * cal.kv_rereads)
-        dequant = self.weight_bytes * cal.dequant_for(self.kernel) / self.vector_flops
+        ops = cal.dequant_for(self.kernel) if isinstance(self.kernel, str) else \
+            np.array([[cal.dequant_for(k)] for k in self.kernel])
+        dequant = self.weight_bytes * ops / self.vector_flops
         memory = self.weight_bytes / stream + dequant + kv / stream
         busy = np.maximum(compute, memory) + (1 - cal.overlap) * np.minimum(compute, memory)
         fixed = np.full_like(busy, self.n_layers * cal.layer_seconds)
@@ -248,18 +252,25 @@ def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
     return 2 * m.n_layers * comm.allreduce_expected(message, tp, comm.gpu_link(g, tp))
 
 
-def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: str, kv_dtype: str,
-           flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1) -> Steps:
+def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: "str | tuple[str, ...]",
+           kv_dtype: "str | tuple[str, ...]", flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1) -> Steps:
     """:class:`Steps` from per-sequence FLOPs and KV tokens; every argument but the model, GPU,
-    group and formats may be an array over steps (batch sizes included)."""
-    weights, kv_per_layer, peak = _per_gpu(m, g, tp, weight_dtype, kv_dtype)
+    group and formats may be an array over steps (batch sizes included). With tuples of weight and
+    KV formats, the steps are rows of 2-D arrays, one row per pair of formats."""
+    if isinstance(weight_dtype, str):
+        weights, kv_per_layer, peak = _per_gpu(m, g, tp, weight_dtype, kv_dtype)
+        kernel = _kernel_family(g, weight_dtype)
+    else:
+        weights, kv_per_layer, peak = (np.array(v)[:, None] for v in
+                                       zip(*(_per_gpu(m, g, tp, w, k) for w, k in zip(weight_dtype, kv_dtype))))
+        kernel = tuple(_kernel_family(g, w) for w in weight_dtype)
     flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / tp)
     return Steps(flops=flops, weight_bytes=_spread(weights * weight_share, flops.shape),
                  kv_bytes=_spread(kv_per_layer * batch_size * m.cached_tokens(np.asarray(kv_tokens, dtype=float)),
                                   flops.shape),
                  tensor_parallel=_spread(_tp_seconds(m, g, tp, tp_tokens), flops.shape),
                  peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
-                 n_layers=m.n_layers, architecture=g.architecture, kernel=_kernel_family(g, weight_dtype), kv_group=kv_group)
+                 n_layers=m.n_layers, architecture=g.architecture, kernel=kernel, kv_group=kv_group)
 
 
 def _spread(values, shape: tuple[int, ...]) -> np.ndarray:
@@ -286,19 +297,20 @@ def _decode_steps(m: Model, g: GPU, tp: int, batch_size: int, weight_dtype: str,
                   context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads)
 
 
-def batch_totals(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str, context: int, prompt_len: int,
-                 batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_dtypes: tuple[str, ...], context: int,
+                 prompt_len: int, batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Seconds of one decoding step at ``context`` and of one prefill of ``prompt_len``-token
-    prompts, for each batch size of ``batches`` at once (arguments already checked; the fast path
-    of :mod:`traffic`)."""
+    prompts, for each pair of weight and KV formats (rows of ``batches``) and each of its batch
+    sizes (columns) at once (arguments already checked; the fast path of :mod:`traffic`)."""
     b = np.asarray(batches, dtype=float)
-    n = len(b)
-    both = np.concatenate((b, b))  # the decoding steps, then the prefills: one array of steps
-    total = _steps(m, g, tp, both, weight_dtype, kv_dtype,
-                   np.repeat([_decode_flops(m, float(context)), float(_prefill_flops(m, 0, prompt_len))], n),
-                   np.concatenate((np.full(n, weight_share_read(m, b)), np.full(n, weight_share_read(m, b * prompt_len)))),
-                   np.repeat([float(context), float(prompt_len)], n), np.concatenate((b, b * prompt_len))).seconds()["total"]
-    return total[:n], total[n:]
+    n = b.shape[1]
+    decoding = np.arange(2 * n) < n  # the decoding steps, then the prefills: one row of steps per format
+    tokens = np.concatenate((b, b * prompt_len), axis=1)  # each step's tokens: one per sequence decoding, every prompt's
+    total = _steps(m, g, tp, np.concatenate((b, b), axis=1), weight_dtypes, kv_dtypes,
+                   np.where(decoding, _decode_flops(m, float(context)), _prefill_flops(m, 0.0, prompt_len)),
+                   weight_share_read(m, tokens), np.where(decoding, float(context), float(prompt_len)),
+                   tokens).seconds()["total"]
+    return total[:, :n], total[:, n:]
 
 
 @renamed_keywords(n_gpus="tp")

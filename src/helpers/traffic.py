@@ -42,7 +42,7 @@ from . import formats, gpus, memory, serving
 from .gpus import GPU
 from .memory import as_model, check_split
 from .models import Model
-from .units import check_dtype, check_instance, check_positive, check_range, check_result, renamed_keywords
+from .units import check_dtype, check_instance, check_list, check_positive, check_range, check_result, renamed_keywords
 
 #: Prompt tokens one engine iteration takes in: TensorRT-LLM's default ``max_num_tokens`` (8192,
 #: trtllm-build); prompts are taken whole, as without its chunked context (off by default).
@@ -98,28 +98,46 @@ def replica(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prom
             output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> Replica:
     """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
     weights unless given (:func:`memory.serving_kv_dtype`)."""
-    m, g = as_model(model), gpus.get(gpu)
-    check_positive("prompt_len", prompt_len, integer=True)
-    check_positive("output_len", output_len, integer=True)
     check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
     check_dtype(kv, formats.names("kv_cache"), "kv_dtype")
+    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),))[0]
+
+
+def replicas(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
+             output_len: int = 256, weight_dtypes: tuple[str, ...] = ("bf16",)) -> tuple[Replica, ...]:
+    """:func:`replica` for each of ``weight_dtypes`` (with its usual KV format), computed at once."""
+    names = formats.names("weights")
+    pairs = tuple((check_dtype(d, names, "weight_dtypes"), memory.serving_kv_dtype(d))
+                  for d in check_list("weight_dtypes", weight_dtypes))
+    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), pairs) if pairs else ()
+
+
+def _checked(model, gpu, tp, prompt_len, output_len) -> tuple[Model, GPU, int, int, int]:
+    m, g = as_model(model), gpus.get(gpu)
+    check_positive("prompt_len", prompt_len, integer=True)
+    check_positive("output_len", output_len, integer=True)
     check_split(m, tp, replicate_kv=True, name="tp")
-    return _replica(m, g, tp, prompt_len, output_len, weight_dtype, kv)
+    return m, g, tp, prompt_len, output_len
 
 
 @cache
-def _replica(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int, weight_dtype: str, kv: str) -> Replica:
+def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int,
+              pairs: tuple[tuple[str, str], ...]) -> tuple[Replica, ...]:
+    """One replica per (weight, KV) format pair, their step times in one array (:func:`serving.batch_totals`)."""
     context = prompt_len + -(-output_len // 2)
-    full = memory.max_batch_size(m, g, context_len=context, weight_dtype=weight_dtype, kv_dtype=kv, tp=tp)
-    top = max(full, 2)
-    decode, prefill = serving.batch_totals(m, g, tp, weight_dtype, kv, context, prompt_len, [1, top, 8])
-    one, many = float(decode[0]), float(decode[1])
-    per_sequence = (many - one) / (top - 1)
-    prompt, chunk = float(prefill[0]), float(prefill[2])
-    return Replica(fixed=one - per_sequence, per_sequence=per_sequence,
-                   per_prompt_token=(chunk - prompt) / (7 * prompt_len), prefill=prompt, max_batch=full,
-                   prompt_len=prompt_len, output_len=output_len)
+    full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.memory_bytes, context,
+                              memory.BATCH_LIMIT) for w, k in pairs]
+    tops = [max(f, 2) for f in full]
+    weights, kvs = zip(*pairs)
+    decode, prefill = serving.batch_totals(m, g, tp, weights, kvs, context, prompt_len, [[1, t, 8] for t in tops])
+    out = []
+    for f, top, (one, many, _), (prompt, _, chunk) in zip(full, tops, decode.tolist(), prefill.tolist()):
+        per_sequence = (many - one) / (top - 1)
+        out.append(Replica(fixed=one - per_sequence, per_sequence=per_sequence,
+                           per_prompt_token=(chunk - prompt) / (7 * prompt_len), prefill=prompt, max_batch=f,
+                           prompt_len=prompt_len, output_len=output_len))
+    return tuple(out)
 
 
 def load(r: Replica, requests_per_s: float) -> Load:
@@ -212,14 +230,20 @@ def plan(model: "Model | str | float", gpu: "GPU | str", *, requests_per_s: floa
     check_split(as_model(model), tp, replicate_kv=True, name="tp")
     check_positive("max_replicas", max_replicas, integer=True)
     r = replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
-    caps = limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
+    return _sized(r, gpus.get(gpu).name, weight_dtype, tp, requests_per_s, limits(r, ttft_s=ttft_s, tpot_s=tpot_s),
+                 max_replicas)
+
+
+def _sized(r: Replica, gpu: str, weight_dtype: str, tp: int, requests_per_s: float, caps: dict[str, float],
+          max_replicas: int) -> ServingPlan | None:
+    """:func:`plan` for the replica ``r`` and its :func:`limits` ``caps`` (arguments already checked)."""
     binding = min(caps, key=caps.get)
     per_replica = caps[binding]
     if per_replica <= 0 or requests_per_s / per_replica > max_replicas:
         return None
     replicas = ceil(requests_per_s / per_replica * (1 - 1e-12))
-    return ServingPlan(gpu=gpus.get(gpu).name, weight_dtype=weight_dtype, tp=tp, replicas=replicas,
-                       per_replica_max=per_replica, binding=binding, at_load=load(r, requests_per_s / replicas))
+    return ServingPlan(gpu=gpu, weight_dtype=weight_dtype, tp=tp, replicas=replicas, per_replica_max=per_replica,
+                       binding=binding, at_load=load(r, requests_per_s / replicas))
 
 
 @renamed_keywords(n_gpus="tp")
