@@ -79,6 +79,36 @@ def _agg_pixels(fig, canvas_class):
     return np.asarray(Image.open(out))
 
 
+def test_panel_canvas_keeps_text_layouts_only_while_they_hold():
+    """plots.Canvas lays each text out once per string, font, angle and alignment: its pixels stay
+    Agg's when texts change string, size, alignment or line spacing between drawings, for multi-line
+    and wrapped texts too, and matplotlib's own layout is back once a drawing ends."""
+    from matplotlib.text import Text
+    plain = Text._get_layout
+    fig = Figure(figsize=(4, 3), dpi=100)
+    ax = fig.subplots()
+    texts = [ax.text(0.1, 0.2, "two\nlines", ha="center", va="top", multialignment="right"),
+             ax.text(0.5, 0.5, "right", ha="right"), ax.text(0.2, 0.8, "a wrapped text " * 6, wrap=True)]
+    changes = [lambda: texts[0].set_text("now\nthree\nlines"), lambda: texts[1].set_fontsize(15),
+               lambda: texts[1].set_horizontalalignment("left"), lambda: texts[0].set_linespacing(2.5),
+               lambda: texts[0].set_horizontalalignment("left"), lambda: texts[0].set_verticalalignment("bottom"),
+               lambda: texts[2].set_position((0.6, 0.3)), lambda: texts[0].set_rotation(30)]
+    kept = plots.Canvas(fig)
+    for change in [lambda: None, *changes]:
+        change()
+        reference = _agg_pixels(fig, FigureCanvasAgg)
+        fig.set_canvas(kept)
+        kept.draw()  # the same canvas each time: it keeps the layouts of the drawings before
+        assert (np.asarray(kept.buffer_rgba()) == reference).all()
+        assert Text._get_layout is plain
+    wrapped, renderer = texts[2], kept.get_renderer()
+    with plots._layouts_kept(renderer):  # a wrapped text's lines depend on its place: never kept
+        wrapped.set_position((0.1, 0.3))
+        first = wrapped.get_window_extent(renderer)
+        wrapped.set_position((0.7, 0.3))
+        assert wrapped.get_window_extent(renderer).width < first.width
+
+
 @pytest.mark.parametrize("rotation", [0, 45, 90])
 def test_panel_canvas_draws_as_agg_does_and_sees_a_cut_text(rotation):
     """plots.Canvas reuses text bitmaps: its pixels are Agg's own, plain and math text, at any

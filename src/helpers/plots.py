@@ -1,7 +1,8 @@
 """Matplotlib figures of the package's results. Each function draws on the ``ax`` it is given
 and changes nothing global; :func:`use_book_style` is applied only when a notebook asks."""
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 import matplotlib as mpl
 import numpy as np
@@ -10,6 +11,7 @@ from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
+from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .gpus import GPU
@@ -47,6 +49,7 @@ class _Renderer(RendererAgg):
     def __init__(self, width: float, height: float, dpi: float) -> None:
         super().__init__(width, height, dpi)
         self._bitmaps: dict = {}
+        self.layouts: dict = {}
         self.cut = False
 
     def clear(self) -> None:
@@ -58,7 +61,8 @@ class _Renderer(RendererAgg):
         if ismath:
             ox, oy, _, _, descent, image = self.mathtext_parser.parse(s, self.dpi, prop,
                                                                       antialiased=gc.get_antialiased())
-            return self._place(np.asarray(image), x + ox, y - oy, descent, angle, gc)
+            image = np.asarray(image)
+            return self._place(image, _ink(image), x + ox, y - oy, descent, angle, gc)
         flags = get_hinting_flag()
         key = (s, hash(prop), gc.get_antialiased(), flags)
         if key not in self._bitmaps:
@@ -68,34 +72,79 @@ class _Renderer(RendererAgg):
             font.set_text(s, 0, flags=flags)
             font.draw_glyphs_to_bitmap(antialiased=gc.get_antialiased())
             xo, yo = font.get_bitmap_offset()
-            self._bitmaps[key] = np.asarray(font.get_image()), xo / 64, yo / 64, font.get_descent() / 64
-        image, xo, yo, descent = self._bitmaps[key]
-        self._place(image, x + xo, y + yo, descent, angle, gc)
+            image = np.asarray(font.get_image())
+            self._bitmaps[key] = image, _ink(image), xo / 64, yo / 64, font.get_descent() / 64
+        image, ink, xo, yo, descent = self._bitmaps[key]
+        self._place(image, ink, x + xo, y + yo, descent, angle, gc)
 
-    def _place(self, image: np.ndarray, x: float, y: float, descent: float, angle: float, gc) -> None:
+    def _place(self, image: np.ndarray, ink: np.ndarray | None, x: float, y: float, descent: float, angle: float,
+               gc) -> None:
         """Draw ``image`` as Agg places a text's bitmap (its lower left corner at x, y in pixels from
-        the top, rotated by ``angle`` degrees about it), and note whether its ink leaves the canvas."""
+        the top, rotated by ``angle`` degrees about it), and note whether its ``ink`` (:func:`_ink`)
+        leaves the canvas."""
         rad = np.radians(angle)
         x, y = round(x + descent * np.sin(rad)), round(y + descent * np.cos(rad))
         self._renderer.draw_text_image(image, x, y + 1, angle, gc)
-        rows, cols = np.flatnonzero(image.any(axis=1)), np.flatnonzero(image.any(axis=0))
-        if rows.size:
-            top, bottom = rows[0] - image.shape[0], rows[-1] + 1 - image.shape[0]
-            corners = np.array([[cols[0], cols[0], cols[-1] + 1, cols[-1] + 1], [top, bottom, top, bottom]], float)
+        if ink is not None:
             turn = np.array([[np.cos(rad), np.sin(rad)], [-np.sin(rad), np.cos(rad)]])  # by -angle, y pointing down
-            xs, ys = turn @ corners + [[x], [y + 1]]
+            xs, ys = turn @ ink + [[x], [y + 1]]
             self.cut |= bool(xs.min() < -1 or ys.min() < -1 or xs.max() > self.width + 1 or ys.max() > self.height + 1)
 
 
+@contextmanager
+def _layouts_kept(renderer: _Renderer) -> Iterator[None]:
+    """While it lasts, ``Text._get_layout`` on ``renderer`` answers from ``renderer.layouts``. A
+    text's layout (its extent and line offsets about its anchor) depends on its string, font,
+    line spacing, angle, alignment and the dpi, not on where it is drawn (matplotlib 3.10,
+    ``Text._get_layout``); wrapped texts, whose lines depend on their place, are laid out anew."""
+    plain = Text._get_layout
+
+    def kept(text: Text, on) -> tuple:
+        if on is not renderer or text.get_wrap():
+            return plain(text, on)
+        key = (text.get_text(), hash(text.get_fontproperties()), text.get_usetex(), text.get_parse_math(),
+               text._linespacing, text.get_rotation(), text.get_rotation_mode(), text._get_multialignment(),
+               text.get_horizontalalignment(), text.get_verticalalignment(), text.get_figure(root=True).dpi)
+        if key not in renderer.layouts:
+            if len(renderer.layouts) > 4096:
+                renderer.layouts.clear()
+            renderer.layouts[key] = plain(text, on)
+        return renderer.layouts[key]
+
+    Text._get_layout = kept
+    try:
+        yield
+    finally:
+        Text._get_layout = plain
+
+
+def _ink(image: np.ndarray) -> np.ndarray | None:
+    """Corners (x row, y row; y from the bitmap's bottom edge, pointing down) of the box around a
+    text bitmap's inked pixels, None for a blank one."""
+    rows, cols = np.flatnonzero(image.any(axis=1)), np.flatnonzero(image.any(axis=0))
+    if not rows.size:
+        return None
+    top, bottom = rows[0] - image.shape[0], rows[-1] + 1 - image.shape[0]
+    return np.array([[cols[0], cols[0], cols[-1] + 1, cols[-1] + 1], [top, bottom, top, bottom]], float)
+
+
 class Canvas(FigureCanvasAgg):
-    """The Agg canvas of a live panel: its renderer (:class:`_Renderer`) keeps text bitmaps from one
-    redraw to the next and tells whether the last drawing cut a text (``texts_cut``)."""
+    """The Agg canvas of a live panel: its renderer (:class:`_Renderer`) keeps text bitmaps and text
+    layouts from one redraw to the next and tells whether the last drawing cut a text
+    (``texts_cut``)."""
 
     def get_renderer(self) -> _Renderer:
         key = (*self.figure.bbox.size, self.figure.dpi)
         if self._lastKey != key:
             self.renderer, self._lastKey = _Renderer(*key), key
         return self.renderer
+
+    def draw(self) -> None:
+        """Agg's drawing, each text laid out once per string, font, angle and alignment
+        (:func:`_layouts_kept`): matplotlib lays out every tick label up to three times a drawing."""
+        renderer = self.get_renderer()
+        with _layouts_kept(renderer):
+            super().draw()
 
     @property
     def texts_cut(self) -> bool:
