@@ -352,6 +352,24 @@ def test_optimizer_states_by_hand():
     assert memory.training(m, optimizer="adafactor").optimizer == pytest.approx(4 * m.n_params + 4 * vectors)
 
 
+def test_8bit_adam_keeps_two_bytes_and_two_block_scales_per_parameter_by_hand():
+    """Pure 16-bit training with 8-bit Adam (no master weights): two 1-byte moments per parameter and,
+    per moment, one fp32 absmax per 2048-element block, 2 + 2 x 4 / 2048 bytes per parameter, exactly
+    (a block of 2049 would differ in the seventh digit, below pytest.approx's default tolerance)."""
+    m = models.get("llama-2-7b")
+    state = memory.training(m, optimizer="adam8bit", master_weights=False).optimizer
+    assert state == pytest.approx(m.n_params * (2 + 2 * 4 / 2048), rel=1e-12)
+
+
+def test_logit_activations_grow_with_batch_and_sequence_by_hand():
+    """Korthikanti et al.'s Eq. 6 term for the embedding output, final norm and fp32 logits of Llama 2
+    7B: 4 x s x b x (h + v) / tp bytes, for 1,024 tokens, 2 sequences and 2 GPUs 4 x 1,024 x 2 x
+    (4,096 + 32,000) / 2; twice the sequences, twice the bytes."""
+    m = models.get("llama-2-7b")
+    assert memory.logit_activation_bytes(m, 2, 1024, 2) == pytest.approx(4 * 1024 * 2 * (4096 + 32000) / 2)
+    assert memory.logit_activation_bytes(m, 4, 1024, 2) == pytest.approx(2 * memory.logit_activation_bytes(m, 2, 1024, 2))
+
+
 def test_adafactor_counts_a_tied_embedding_once_by_hand():
     """GPT-2 XL ties its embedding and output head: Adafactor keeps one row and one column vector for
     that one 50,257 x 1,600 matrix (51,857 values), besides 48 layers of q, k, v, o (1,600 x 1,600:

@@ -1,6 +1,8 @@
+import dataclasses
+
 import pytest
 
-from helpers import compute, cost, gpus, memory, planner, select, traffic
+from helpers import compare, compute, cost, gpus, memory, planner, select, traffic
 from helpers.units import DAY
 
 
@@ -323,3 +325,157 @@ def test_serving_budgets_bind_and_tables_keep_only_their_columns():
     meets = list(traffic_level["ms per token"].notna() & (traffic_level["binding"] != "budget"))
     assert meets == sorted(meets, reverse=True)  # every row that serves the traffic before any that does not
 
+
+
+def test_max_gpus_caps_the_replicas_and_the_width_at_a_traffic_level():
+    """Llama 3 8B on H100 at 100 requests/s of 512 + 128 tokens: one replica of any format serves at
+    most about 79 requests/s (fp8; traffic.plan needs 2 replicas), so with max_gpus=1 nothing serves:
+    the row is the one GPU allowed, bound by capacity, not a plan of 2 replicas nor one 2-GPU replica."""
+    kw = dict(requests_per_s=100, prompt_len=512, output_len=128)
+    assert all(traffic.plan("llama-3-8b", "H100", weight_dtype=d, max_replicas=1, **kw) is None
+               for d in ("bf16", "fp8", "int8", "int4"))
+    assert traffic.plan("llama-3-8b", "H100", weight_dtype="fp8", **kw).replicas == 2
+    row = select.recommend("llama-3-8b", task="serve", max_gpus=1, gpu_names=["H100"], **kw).iloc[0]
+    assert row["n_gpus"] == 1 and row["binding"] == "capacity" and "more GPUs than allowed" in row["reason"]
+    assert row["settings"].endswith("tensor parallel 1")
+
+
+def test_odd_head_counts_stay_on_one_gpu_when_nothing_serves():
+    """GPT-2 XL's 25 heads split over no group of 2, 4 or 8: with a per-token target of 0.1 ms, which no
+    replica meets, only single-GPU options are tried, and the row says what binds there."""
+    row = select.recommend("gpt2-xl", task="serve", requests_per_s=1, prompt_len=512, output_len=128, tpot_s=0.0001,
+                           gpu_names=["H100"]).iloc[0]
+    assert row["settings"] == "bf16 weights, tensor parallel 1" and row["binding"] == "time per token"
+
+
+def test_a_plan_over_budget_does_not_stop_the_search_for_wider_groups():
+    """A budget of a tenth of a cent per million tokens binds every Llama 3 8B plan on H100 (the price
+    grows with the GPUs); with max_gpus=2 both widths are still tried, and the row that came closest is
+    the largest tried, the 2-GPU group (a budget-bound plan is no reason to skip a width)."""
+    row = select.recommend("llama-3-8b", task="serve", requests_per_s=1, prompt_len=512, output_len=128,
+                           budget_usd=0.001, max_gpus=2, gpu_names=["H100"]).iloc[0]
+    assert row["binding"] == "budget" and row["n_gpus"] == 2
+    assert row["settings"] == "bf16 weights, tensor parallel 2, 1 replica"
+
+
+def test_fixed_batch_groups_of_2_are_tried_and_max_gpus_caps_them():
+    """Llama 3 70B's int4 weights (about 35 GB) need two 24 GB RTX 4090s: with max_gpus=2 the pair
+    serves. Llama 3.1 405B's int4 weights (about 203 GB) do not fit two 80 GB H100s: with max_gpus=2
+    nothing serves, and no group of 4 is tried beyond the cap."""
+    pair = select.recommend("llama-3-70b", task="serve", batch_size=1, max_gpus=2, gpu_names=["RTX-4090-24GB"]).iloc[0]
+    assert pair["settings"] == "int4 weights, tensor parallel 2" and pair["binding"] == "memory bandwidth"
+    capped = select.recommend("llama-3.1-405b", task="serve", batch_size=1, max_gpus=2, gpu_names=["H100"]).iloc[0]
+    assert capped["binding"] == "memory" and not capped["fits"] and capped["n_gpus"] <= 2
+
+
+def test_a_compute_bound_fixed_batch_says_so():
+    """64 sequences of 128 tokens of Llama 2 7B in int4 on an RTX 3090: four weights per byte read, 64
+    times over, put decoding above the card's ridge point (roofline.bound says compute): the row's
+    bound and binding are compute, not memory bandwidth."""
+    e = compare.serving_estimate("llama-2-7b", "RTX-3090-24GB", weight_dtype="int4", batch_size=64, context_len=128)
+    assert e["fits"] and e["bound"] == "compute"
+    row = select.recommend("llama-2-7b", task="serve", batch_size=64, context_len=128,
+                           gpu_names=["RTX-3090-24GB"]).iloc[0]
+    assert row["settings"] == "int4 weights, tensor parallel 1"
+    assert row["bound"] == "compute" and row["binding"] == "compute"
+
+
+def test_an_unpriced_gpu_keeps_the_most_tokens_per_gpu_at_a_fixed_batch():
+    """H800 has no dated price: its best fixed-batch option for Llama 2 70B is the one with the most
+    tokens/s per GPU, int4 on one GPU, not the slowest per GPU, nor bf16, which needs two GPUs and
+    gives more than int4's tokens/s once counted per GPU-pair (2 x its tokens/s)."""
+    estimate = {dtype: compare.serving_estimate("llama-2-70b", "H800", tp=tp, weight_dtype=dtype, batch_size=1,
+                                                context_len=4096)
+                for dtype, tp in (("bf16", 2), ("fp8", 1), ("int8", 1), ("int4", 1))}
+    assert all(e["fits"] for e in estimate.values())
+    per_gpu = {dtype: e["tokens/s"].expected / (2 if dtype == "bf16" else 1) for dtype, e in estimate.items()}
+    assert max(per_gpu, key=per_gpu.get) == "int4" and 2 * estimate["bf16"]["tokens/s"].expected > per_gpu["int4"]
+    row = select.recommend("llama-2-70b", task="serve", batch_size=1, gpu_names=["H800"]).iloc[0]
+    assert row["cost_usd"] != row["cost_usd"] and row["settings"] == "int4 weights, tensor parallel 1"
+    assert row["tokens/s"] == pytest.approx(per_gpu["int4"])
+
+
+def test_a_gpu_that_misses_the_deadline_shows_its_fastest_plan_not_its_largest():
+    """L20s miss the 90-day deadline for Llama 2 70B at every count; 4,096 of them lose more to the
+    network than they gain, so the row shown is the fastest plan that fits, on 2,048, not the largest."""
+    row = select.recommend("llama-2-70b", task="pretrain", tokens=2e12, gpu_names=["L20"]).iloc[0]
+    wider = planner.plan("llama-2-70b", "L20", 4096, tokens=2e12)
+    assert wider.fits and compute.run_time(wider, 2e12).expected / DAY > row["days"]
+    assert row["binding"] == "deadline" and row["n_gpus"] == 2048
+
+
+def _ranked(table, ok, speed, fastest_first):
+    """The ranking: rows that meet the constraints first; within each part priced rows first, the
+    cheapest first; then the unpriced ones by speed."""
+    ok = list(ok)
+    assert ok == sorted(ok, reverse=True)
+    for flag in (True, False):
+        part = table[[o == flag for o in ok]]
+        priced = list(part["cost_usd"].notna())
+        assert priced == sorted(priced, reverse=True) and part["cost_usd"].dropna().is_monotonic_increasing
+        unpriced = list(part.loc[part["cost_usd"].isna(), speed])
+        assert unpriced == sorted(unpriced, reverse=fastest_first)
+
+
+def test_tables_rank_what_meets_the_targets_first_then_price_then_speed():
+    """Rows that meet the constraints come first, even where one that does not is cheaper (eight RTX
+    3090s that cannot hold Llama 2 70B against H100 plans); then by price; the GPUs without a dated
+    price (GB300, H200 NVL, H800, L20) last, the fastest first: the fewest days for training, the most
+    tokens/s at a fixed batch, the fewest GPUs at a traffic level. (No shared fixture: mutation testing
+    credits a fixture's calls to the first test that uses it.)"""
+    pretrain_70b = select.recommend("llama-2-70b", task="pretrain", tokens=2e12)
+    by_gpu = pretrain_70b.set_index("gpu")
+    assert by_gpu.loc["RTX-3090-24GB", "cost_usd"] < by_gpu.loc["H100-SXM5-80GB", "cost_usd"]
+    _ranked(pretrain_70b, pretrain_70b["binding"] == "compute", "days", False)
+    assert list(pretrain_70b.loc[pretrain_70b["cost_usd"].isna(), "gpu"])[:2] == ["H800-SXM5-80GB", "GB300-NVL72"]
+    fixed = select.recommend("llama-2-7b", task="serve", batch_size=1)
+    _ranked(fixed, fixed["binding"].isin(["compute", "memory bandwidth"]), "tokens/s", True)
+    assert fixed["cost_usd"].isna().sum() == 4 and fixed["tokens/s"].tail(4).nunique() == 4
+    level = select.recommend("llama-3-70b", task="serve", requests_per_s=20, prompt_len=1024, output_len=256)
+    _ranked(level, level["ms per token"].notna() & (level["binding"] != "budget"), "n_gpus", False)
+    unpriced = level[level["cost_usd"].isna() & level["ms per token"].notna()]
+    assert len(unpriced) == 4 and unpriced["n_gpus"].nunique() == 4 and unpriced["tokens/s"].nunique() == 1
+
+
+def test_a_row_without_a_plan_reports_its_own_replica_by_hand():
+    """Llama 3 70B's int4 weights need two RTX 4090s (or two L4s); with max_gpus=2 one such pair is
+    all that may serve. At 10 requests/s of 512 + 64 tokens the pair holds about 2: the row serves
+    nothing (0 tokens/s) and reports the least of traffic.limits for a replica of that width, prompt and
+    output length, and that replica's unloaded prompt time. On L4s within 50 ms per token, which the
+    pair's unloaded step (about 86 ms) already misses, the row names that step in ms."""
+    kw = dict(task="serve", prompt_len=512, max_gpus=2)
+    r = traffic.replica("llama-3-70b", "RTX-4090-24GB", tp=2, prompt_len=512, output_len=64, weight_dtype="int4")
+    caps = traffic.limits(r)
+    busy = select.recommend("llama-3-70b", requests_per_s=10, output_len=64, gpu_names=["RTX-4090-24GB"], **kw).iloc[0]
+    assert busy["settings"] == "int4 weights, tensor parallel 2" and busy["n_gpus"] == 2 and busy["tokens/s"] == 0
+    assert busy["binding"] == min(caps, key=caps.get) and 10 / min(caps.values()) > 1
+    assert busy["reason"].startswith(f"{min(caps.values()):.3g} requests/s per replica: more GPUs than allowed")
+    assert busy["first token (ms)"] == pytest.approx(r.prefill * 1000, rel=1e-12)
+    step = traffic.replica("llama-3-70b", "L4", tp=2, prompt_len=512, output_len=128, weight_dtype="int4").fixed
+    slow = select.recommend("llama-3-70b", requests_per_s=1, output_len=128, tpot_s=0.05, gpu_names=["L4"], **kw).iloc[0]
+    assert slow["settings"] == "int4 weights, tensor parallel 2" and slow["binding"] == "time per token"
+    assert slow["tokens/s"] == 0 and step > 0.05
+    assert f"an unloaded step already takes {step * 1000:,.1f} ms" in slow["reason"]
+
+
+def test_a_replica_with_room_for_one_sequence_fits():
+    """Llama 3 70B in int4 on one L40S holds the KV cache of exactly one sequence of 16,000 + 2 tokens
+    (not two): it fits, so with a first-token target of 10 ms, which its prompt alone misses, that
+    target binds, not memory."""
+    kv = memory.serving_kv_dtype("int4")
+    one = memory.inference("llama-3-70b", weight_dtype="int4", kv_dtype=kv, batch_size=1, context_len=16001)
+    two = memory.inference("llama-3-70b", weight_dtype="int4", kv_dtype=kv, batch_size=2, context_len=16001)
+    assert memory.fits(one, gpus.get("L40S")) and not memory.fits(two, gpus.get("L40S"))
+    row = select.recommend("llama-3-70b", task="serve", requests_per_s=1, prompt_len=16000, output_len=2,
+                           ttft_s=0.01, max_gpus=1, gpu_names=["L40S"]).iloc[0]
+    assert row["fits"] and row["binding"] == "time to first token"
+    assert row["settings"] == "int4 weights, tensor parallel 1"
+
+
+def test_largest_trainable_counts_a_model_that_fills_the_gpu_exactly():
+    """A GPU with exactly the memory a 20B model needs (ZeRO-3, full recompute, one GPU) trains 20B:
+    whole billions of parameters, and a total equal to the memory fits."""
+    need = memory.training(20e9, zero_stage=3, dp=1, recompute="full").total
+    exact = dataclasses.replace(gpus.get("H100"), memory_bytes=need)
+    assert select.largest_trainable(exact, 1) == 20
+    assert select.largest_trainable(dataclasses.replace(exact, memory_bytes=need - 1), 1) == 19
