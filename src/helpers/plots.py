@@ -66,16 +66,35 @@ class _Renderer(RendererAgg):
         flags = get_hinting_flag()
         key = (s, hash(prop), gc.get_antialiased(), flags)
         if key not in self._bitmaps:
-            if len(self._bitmaps) > 4096:
-                self._bitmaps.clear()
             font = self._prepare_font(prop)
             font.set_text(s, 0, flags=flags)
-            font.draw_glyphs_to_bitmap(antialiased=gc.get_antialiased())
-            xo, yo = font.get_bitmap_offset()
-            image = np.asarray(font.get_image())
-            self._bitmaps[key] = image, _ink(image), xo / 64, yo / 64, font.get_descent() / 64
+            self._keep(key, font)
         image, ink, xo, yo, descent = self._bitmaps[key]
         self._place(image, ink, x + xo, y + yo, descent, angle, gc)
+
+    def get_text_width_height_descent(self, s, prop, ismath):
+        """As Agg's; a plain string is also rasterised (antialiased, as texts are by default) for
+        :meth:`draw_text`, which then need not set its glyphs again: that is most of what each costs."""
+        if ismath:
+            return super().get_text_width_height_descent(s, prop, ismath)
+        flags = get_hinting_flag()
+        font = self._prepare_font(prop)
+        font.set_text(s, 0, flags=flags)
+        (w, h), d = font.get_width_height(), font.get_descent()
+        key = (s, hash(prop), True, flags)
+        if key not in self._bitmaps:
+            self._keep(key, font)
+        return w / 64, h / 64, d / 64
+
+    def _keep(self, key: tuple, font) -> None:
+        """Rasterise the string set on ``font`` (antialiased as ``key`` says) and keep its bitmap,
+        ink box and offsets under ``key``."""
+        if len(self._bitmaps) > 4096:
+            self._bitmaps.clear()
+        font.draw_glyphs_to_bitmap(antialiased=key[2])
+        xo, yo = font.get_bitmap_offset()
+        image = np.asarray(font.get_image())
+        self._bitmaps[key] = image, _ink(image), xo / 64, yo / 64, font.get_descent() / 64
 
     def _place(self, image: np.ndarray, ink: np.ndarray | None, x: float, y: float, descent: float, angle: float,
                gc) -> None:
