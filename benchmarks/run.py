@@ -9,6 +9,7 @@ control moves; the same moves timed on the panel's computation alone show what d
 """
 
 import argparse
+import gc
 import os
 import platform
 import re
@@ -95,10 +96,14 @@ def ms(values: list[float]) -> str:
 def panels() -> list[str]:
     lines = ["A move redraws in place: the figure keeps its axes and ticks (`plots.subplots`, `plots.empty`), bars are "
              "one collection per style (`plots.bars`), the first layout is reused until a drawn text would leave the "
-             "figure, the canvas keeps each string's bitmap and checks each text's ink while drawing (`plots.Canvas`), "
-             "and the PNG (RGB: the figures are opaque) is encoded from the canvas without a second drawing. What "
-             "remains is mostly matplotlib's own per-text cost (tick labels and value labels of 33-GPU charts) and the "
-             "pandas Styler table.", "",
+             "figure, the canvas keeps each string's bitmap (set once, when the string is first measured) and its "
+             "layout (matplotlib lays each tick label out up to three times a drawing) and checks each text's ink "
+             "while drawing (`plots.Canvas`), and the PNG (RGB: the figures are opaque) is encoded from the canvas "
+             "without a second drawing. As in every chapter's setup cell, what the imports built is frozen out of "
+             "the garbage collector's scans (`gc.freeze()`), which otherwise stall a move now and then by about "
+             "0.1 s. What remains is mostly matplotlib's own per-artist cost (ticks, tick labels and value labels of "
+             "40-GPU charts), the PNG's zlib pass (about 12 ms) and the pandas Styler table; the slowest moves are "
+             "the first ones, whose labels and plans are new.", "",
              "| panel | redraw median | redraw p95 | computation median | computation p95 | moves |",
              "| --- | --- | --- | --- | --- | --- |"]
     for name, factory in widgets.panels().items():
@@ -285,7 +290,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--full", action="store_true", help="also time a clean build and the tests, and weigh kernels and pages")
     args = parser.parse_args()
-    plots.use_book_style()  # as every chapter's setup cell does
+    plots.use_book_style()  # as every chapter's setup cell does, and it freezes what the imports built
+    gc.freeze()
     lines = ["# Benchmarks", "",
              f"Machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python "
              f"{platform.python_version()}, matplotlib {matplotlib.__version__}. Written by `python benchmarks/run.py"
