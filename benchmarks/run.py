@@ -268,6 +268,30 @@ def inference_validation() -> list[str]:
     return lines
 
 
+def communication_validation() -> list[str]:
+    """NCCL all-reduce measurements against comm, the rows that set no parameter apart."""
+    runs = validation.communication_runs()
+    held = runs[runs["sets"] == ""]
+    lines = ["## All-reduce against nccl-tests (targets: 8-GPU HGX within 10 %, several servers within 15 %)", "",
+             "Each interconnect's achieved fraction of its line rate (and NVLink SHARP's, NVLS) and each hop latency "
+             "is taken from one measurement (`sets`); the other rows took part in nothing. Error: predicted / "
+             "published - 1 (bus bandwidth for large messages, time for small ones).", "",
+             "| row | GPUs | link | message | published | predicted | error | sets |",
+             "| --- | --- | --- | --- | --- | --- | --- | --- |"]
+    for _, r in runs.iterrows():
+        size = r["message (bytes)"]
+        message = f"{size / 1e9:g} GB" if size >= 1e9 else f"{size / 1e6:g} MB" if size >= 1e6 else f"{size:,.0f} B"
+        lines.append(f"| {r['id']} | {r['GPUs']} {r['GPU']} | {r['link']} | {message} | "
+                     f"{r['published']:g} {r['unit']} | {r['predicted']:.1f} | {r['error']:+.1%} | {r['sets'] or '–'} |")
+    groups = (("one server, large messages", (held["nodes"] == 1) & (held["metric"] == "busbw")),
+              ("several servers, large messages", held["nodes"] > 1),
+              ("small messages (time)", held["metric"] == "time"))
+    lines += ["", "Rows that set nothing: " + "; ".join(
+        f"{name}: {int(mask.sum())} rows, largest abs. error {held.loc[mask, 'error'].abs().max():.1%}"
+        for name, mask in groups) + "."]
+    return lines
+
+
 def memory_validation() -> list[str]:
     """Measured fine-tuning memory against memory.training, every row a test row (nothing is fitted)."""
     runs = validation.memory_runs()
@@ -298,7 +322,8 @@ def main() -> None:
              f"{' --full' if args.full else ''}`; times in milliseconds unless said otherwise.", "",
              f"## Panels (target: p95 at most {TARGETS['panel p95 (ms)']} ms from a control move to the redrawn output)",
              ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector() + \
-        [""] + training_validation() + [""] + inference_validation() + [""] + memory_validation()
+        [""] + training_validation() + [""] + inference_validation() + [""] + communication_validation() + [""] + \
+        memory_validation()
     lines += ["", "## Mutation testing of the model layer", ""]
     lines += Path(__file__).with_name("mutation.md").read_text(encoding="utf-8").splitlines()
     if args.full:

@@ -40,6 +40,20 @@ def test_nccl_measurements_within_25_percent():
     assert (small["error"].abs() <= 0.25).all(), small
 
 
+def test_nccl_rows_that_set_nothing_meet_the_serving_issues_targets():
+    """Issue 14's targets on the rows no parameter was taken from: 8 H100/H200 in an HGX server within
+    10 % (NVLS, 475 GB/s on H200), several servers within 15 %; the rows a parameter was taken from
+    are reproduced within 10 % (the 128 MB peak behind InfiniBand HDR's fraction, -8.5 %)."""
+    runs = validation.communication_runs()
+    held = runs[runs["sets"] == ""]
+    hgx = held[held["GPU"].str.startswith(("H100-SXM", "H200-SXM")) & (held["nodes"] == 1) & (held["metric"] == "busbw")]
+    assert len(hgx) >= 1 and (hgx["error"].abs() <= 0.10).all(), hgx
+    nodes = held[held["nodes"] > 1]
+    assert len(nodes) >= 3 and (nodes["error"].abs() <= 0.15).all(), nodes
+    fitted = runs[runs["sets"] != ""]
+    assert len(fitted) < len(runs) and (fitted["error"].abs() <= 0.10).all(), fitted
+
+
 def test_multinode_is_capped_by_nics():
     one = comm.multinode_allreduce_time(8e9, 2, 8, "nvlink4", "ib-ndr", nics_per_node=1).expected
     eight = comm.multinode_allreduce_time(8e9, 2, 8, "nvlink4", "ib-ndr", nics_per_node=8).expected

@@ -162,7 +162,9 @@ def loaded_runs() -> pd.DataFrame:
 
 def communication_runs() -> pd.DataFrame:
     """Every NCCL all-reduce measurement (bus bandwidth of large messages, time of small ones)
-    with the prediction of :mod:`comm` (NCCL's default algorithm unless the row forced one) and its error."""
+    with the prediction of :mod:`comm` (NCCL's default algorithm unless the row forced one), its
+    error, and what the row sets in ``data/interconnects.csv`` (an achieved fraction or a latency;
+    empty for rows no parameter was taken from)."""
     rows = []
     for _, row in _data.table("nccl_runs").iterrows():
         nodes, per_node, size = int(row["n_nodes"]), int(row["gpus_per_node"]), float(row["message_bytes"])
@@ -180,7 +182,8 @@ def communication_runs() -> pd.DataFrame:
                      "link": row["intra"] if nodes == 1 else f"{row['intra']} + {int(row['nics_per_node'])} x {row['inter']}",
                      "algorithm": algorithm,
                      "message (bytes)": size, "metric": row["metric"], "unit": row["unit"], "published": row["value"],
-                     "predicted": predicted, "error": predicted / row["value"] - 1, "source": row["source"]})
+                     "predicted": predicted, "error": predicted / row["value"] - 1,
+                     "sets": row["sets"] if isinstance(row["sets"], str) else "", "source": row["source"]})
     return pd.DataFrame(rows)
 
 
