@@ -169,13 +169,13 @@ def test_adapter_rows_and_wide_replicas_pass_their_settings_on():
 
 
 def test_a_target_no_replica_meets_names_the_unloaded_time_by_hand():
-    """With a 1 ms time-to-first-token target nothing serves Llama 3 8B: the row reports the
-    unloaded prompt time of its settings in ms; with a 0.5 ms per-token target, the unloaded
-    step's fixed time; both name what binds."""
-    r = traffic.replica("llama-3-8b", "H100", tp=1, prompt_len=1024, output_len=256, weight_dtype="bf16")
+    """With a 1 ms time-to-first-token target nothing serves Llama 3 8B: the row shows the widest
+    replica tried (8 GPUs, in the first of the H100's formats) and reports its unloaded prompt time
+    in ms; with a 0.5 ms per-token target, its unloaded step's fixed time; both name what binds."""
+    r = traffic.replica("llama-3-8b", "H100", tp=8, prompt_len=1024, output_len=256, weight_dtype="bf16")
     kw = dict(task="serve", requests_per_s=2, prompt_len=1024, output_len=256, gpu_names=["H100"])
     first = select.recommend("llama-3-8b", ttft_s=0.001, **kw).iloc[0]
-    assert first["settings"] == "bf16 weights, tensor parallel 1" and first["binding"] == "time to first token"
+    assert first["settings"] == "bf16 weights, tensor parallel 8" and first["binding"] == "time to first token"
     assert first["first token (ms)"] == pytest.approx(r.prefill * 1000)
     assert f"an unloaded prompt already takes {r.prefill * 1000:,.0f} ms" in first["reason"]
     step = select.recommend("llama-3-8b", tpot_s=0.0005, **kw).iloc[0]
@@ -247,7 +247,8 @@ def test_wide_fixed_batch_rows_and_rows_that_do_not_fit_by_hand():
     """Llama 3.1 405B at batch 4 on H100 takes 4 GPUs in int4: its tokens/s is the decode model's
     over the group, its cost the group's 4 GPU-hours per million tokens, its bound memory bandwidth.
     On eight RTX 4090s even int4 weights do not fit: the row says so and names memory. With a first
-    token within 10 ms nothing serves Llama 3 70B from L40S: the row reports its own prompt's time."""
+    token within 10 ms nothing serves Llama 3 70B from L40S: the row reports the prompt time of the
+    widest replica tried (8 GPUs, bf16)."""
     row = select.recommend("llama-3.1-405b", task="serve", batch_size=4, context_len=2048, gpu_names=["H100"]).iloc[0]
     tps = compute.decode_throughput("llama-3.1-405b", "H100", tp=4, batch_size=4, context_len=2048,
                                     weight_dtype="int4").expected
@@ -258,7 +259,7 @@ def test_wide_fixed_batch_rows_and_rows_that_do_not_fit_by_hand():
     big = select.recommend("llama-3.1-405b", prompt_len=512, gpu_names=["RTX-4090-24GB"], **kw).iloc[0]
     assert not big["fits"] and big["binding"] == "memory" and big["n_gpus"] == 8
     slow = select.recommend("llama-3-70b", prompt_len=4096, ttft_s=0.01, gpu_names=["L40S"], **kw).iloc[0]
-    r = traffic.replica("llama-3-70b", "L40S", tp=1, prompt_len=4096, output_len=128, weight_dtype="int4")
+    r = traffic.replica("llama-3-70b", "L40S", tp=8, prompt_len=4096, output_len=128, weight_dtype="bf16")
     assert slow["binding"] == "time to first token" and slow["first token (ms)"] == pytest.approx(r.prefill * 1000)
 
 
@@ -338,6 +339,15 @@ def test_max_gpus_caps_the_replicas_and_the_width_at_a_traffic_level():
     row = select.recommend("llama-3-8b", task="serve", max_gpus=1, gpu_names=["H100"], **kw).iloc[0]
     assert row["n_gpus"] == 1 and row["binding"] == "capacity" and "more GPUs than allowed" in row["reason"]
     assert row["settings"].endswith("tensor parallel 1")
+
+
+def test_a_target_no_replica_meets_shows_the_replica_tried_not_the_gpu_limit():
+    """Within 1 ms per output token no replica of Llama 3 8B serves on an H100 (its unloaded step alone is
+    longer), so more replicas cannot help: the row shows the widest replica tried (tensor parallel 8),
+    not the 4,096 GPUs a plan was allowed."""
+    row = select.recommend("llama-3-8b", task="serve", requests_per_s=5, tpot_s=0.001, gpu_names=["H100"]).iloc[0]
+    assert row["binding"] == "time per token" and row["tokens/s"] == 0
+    assert row["n_gpus"] == 8 and row["settings"].endswith("tensor parallel 8")
 
 
 def test_odd_head_counts_stay_on_one_gpu_when_nothing_serves():

@@ -89,9 +89,10 @@ def _traffic_option(g: gpus.GPU, tp: int, dtype: str, r: traffic.Replica, reques
     caps = traffic.limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
     p = traffic._sized(r, g.name, dtype, tp, requests_per_s, caps, max(1, most // tp))
     settings = f"{dtype} weights, tensor parallel {tp}"
-    if p is None:
+    if p is None:  # one replica serves no traffic within the targets (shown as that replica), or too many are needed
         binding = min(caps, key=caps.get)
-        return {"gpu": g.name, "n_gpus": most, "settings": settings, "fits": r.max_batch > 0, "tokens/s": 0.0,
+        return {"gpu": g.name, "n_gpus": most if caps[binding] > 0 else tp, "settings": settings, "fits": r.max_batch > 0,
+                "tokens/s": 0.0,
                 "ms per token": nan, "first token (ms)": r.prefill * 1000, "utilization": nan, "cost_usd": nan,
                 "limit": binding, "per_replica": caps[binding], "unloaded_ms": r.fixed * 1000}
     rate, at = cost.price(g, "cloud_hour"), p.at_load
