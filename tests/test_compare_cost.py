@@ -43,8 +43,8 @@ def test_training_table_covers_gpus_with_the_dtype_and_flags_fit():
 
 def test_serving_estimate_and_table():
     e = compare.serving_estimate("llama-2-7b", "A100 80GB", batch_size=4, context_len=1024)
-    assert e["time per output token (s)"].expected == pytest.approx(4 / e["tokens/s"].expected)
-    assert e["fits"] and e["bound"] == "memory"
+    assert e.time_per_token.expected == pytest.approx(4 / e.tokens_per_s.expected)
+    assert e.fits and e.bound == "memory"
     table = compare.serving_table("llama-2-70b", weight_dtype="int4")
     fits = dict(zip(table["GPU"], table["fits"]))
     assert fits["A100-SXM4-80GB"] and not fits["RTX-4090-24GB"]

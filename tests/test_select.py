@@ -3,6 +3,7 @@ import dataclasses
 import pytest
 
 from helpers import compare, compute, cost, gpus, memory, planner, select, traffic
+from helpers.estimate import Estimate
 from helpers.units import DAY
 
 
@@ -183,8 +184,8 @@ def test_a_target_no_replica_meets_names_the_unloaded_time_by_hand():
     assert f"an unloaded step already takes {r.fixed * 1000:,.1f} ms" in step["reason"]
 
 
-TRAINING_ROW = {"fits": True, "memory per GPU (GB)": 61.2, "settings": "TP 8 x DP 4", "days": 30.0, "n_gpus": 32,
-                "cost_usd": 50_000.0, "scaling efficiency": 0.8, "limit": "network"}
+TRAINING = select.Option(gpu="H100-SXM5-80GB", n_gpus=32, settings="TP 8 x DP 4", fits=True, memory_per_gpu=61.2e9,
+                         time=Estimate.exact(30 * 86400.0), scaling_efficiency=0.8, limit="network", cost_usd=50_000.0)
 
 
 @pytest.mark.parametrize("change, deadline, budget, verdict", [
@@ -194,15 +195,16 @@ TRAINING_ROW = {"fits": True, "memory per GPU (GB)": 61.2, "settings": "TP 8 x D
     ({}, None, 49_999, ("budget", "$50,000 on demand, over the $49,999 budget")),
     ({"cost_usd": float("nan")}, None, 1e9, ("budget", select._UNPRICED)),
     ({"cost_usd": float("nan"), "n_gpus": 1}, None, None, ("compute", "30.0 days on 1 GPU, no dated price")),
-    ({"scaling efficiency": 0.79}, None, None, ("interconnect", "30.0 days, but only 79% scaling efficiency "
+    ({"scaling_efficiency": 0.79}, None, None, ("interconnect", "30.0 days, but only 79% scaling efficiency "
                                                                 "(network sets the pace)")),
 ])
 def test_training_verdicts_by_hand(change, deadline, budget, verdict):
-    assert select._training_verdict(TRAINING_ROW | change, deadline, budget) == verdict
+    assert select._training_verdict(dataclasses.replace(TRAINING, **change), deadline, budget) == verdict
 
 
-SERVING_ROW = {"fits": True, "memory per GPU (GB)": 20.4, "settings": "bf16 weights, tensor parallel 1",
-               "ms per token": 12.5, "cost_usd": 0.75, "bound": "memory bandwidth", "tokens/s": 80.0}
+SERVING = select.Option(gpu="H100-SXM5-80GB", n_gpus=1, settings="bf16 weights, tensor parallel 1", fits=True,
+                        memory_per_gpu=20.4e9, tokens_per_s=80.0, time_per_token=0.0125, bound="memory bandwidth",
+                        cost_usd=0.75)
 
 
 @pytest.mark.parametrize("change, latency, budget, verdict", [
@@ -215,21 +217,21 @@ SERVING_ROW = {"fits": True, "memory per GPU (GB)": 20.4, "settings": "bf16 weig
                                                                              "no dated price")),
 ])
 def test_serving_verdicts_by_hand(change, latency, budget, verdict):
-    assert select._serving_verdict(SERVING_ROW | change, latency, budget) == verdict
+    assert select._serving_verdict(dataclasses.replace(SERVING, **change), latency, budget) == verdict
 
 
-TRAFFIC_ROW = {"fits": True, "settings": "fp8 weights, tensor parallel 2, 3 replicas", "ms per token": 41.25,
-               "first token (ms)": 1234.0, "utilization": 0.625, "cost_usd": 1.5, "limit": "time per token",
-               "per_replica": 2.125, "unloaded_ms": 17.25}
+TRAFFIC = select.Option(gpu="H100-SXM5-80GB", n_gpus=6, settings="fp8 weights, tensor parallel 2, 3 replicas",
+                        fits=True, time_per_token=0.04125, time_to_first_token=1.234, utilization=0.625, cost_usd=1.5,
+                        limit="time per token", per_replica=2.125, unloaded_step=0.01725)
 
 
 @pytest.mark.parametrize("change, budget, verdict", [
     ({"fits": False}, 1, ("memory", "the weights alone do not fit at fp8 weights, tensor parallel 2, 3 replicas")),
-    ({"ms per token": float("nan"), "limit": "time to first token"}, None,
+    ({"time_per_token": float("nan"), "limit": "time to first token"}, None,
      ("time to first token", "an unloaded prompt already takes 1,234 ms at fp8 weights, tensor parallel 2, 3 replicas")),
-    ({"ms per token": float("nan")}, None,
+    ({"time_per_token": float("nan")}, None,
      ("time per token", "an unloaded step already takes 17.2 ms at fp8 weights, tensor parallel 2, 3 replicas")),
-    ({"ms per token": float("nan"), "limit": "capacity"}, None,
+    ({"time_per_token": float("nan"), "limit": "capacity"}, None,
      ("capacity", "2.12 requests/s per replica: more GPUs than allowed at fp8 weights, tensor parallel 2, 3 replicas")),
     ({}, 1.5, ("time per token", "2.12 requests/s per replica (time per token binds); at this load 41.2 ms per token, "
                                  "1,234 ms to the first token, 62% busy; $1.50 per million tokens")),
@@ -240,7 +242,7 @@ TRAFFIC_ROW = {"fits": True, "settings": "fp8 weights, tensor parallel 2, 3 repl
                                                           "no dated price")),
 ])
 def test_traffic_verdicts_by_hand(change, budget, verdict):
-    assert select._traffic_verdict(TRAFFIC_ROW | change, budget) == verdict
+    assert select._traffic_verdict(dataclasses.replace(TRAFFIC, **change), budget) == verdict
 
 
 def test_wide_fixed_batch_rows_and_rows_that_do_not_fit_by_hand():
@@ -383,7 +385,7 @@ def test_a_compute_bound_fixed_batch_says_so():
     times over, put decoding above the card's ridge point (roofline.bound says compute): the row's
     bound and binding are compute, not memory bandwidth."""
     e = compare.serving_estimate("llama-2-7b", "RTX-3090-24GB", weight_dtype="int4", batch_size=64, context_len=128)
-    assert e["fits"] and e["bound"] == "compute"
+    assert e.fits and e.bound == "compute"
     row = select.recommend("llama-2-7b", task="serve", batch_size=64, context_len=128,
                            gpu_names=["RTX-3090-24GB"]).iloc[0]
     assert row["settings"] == "int4 weights, tensor parallel 1"
@@ -397,9 +399,9 @@ def test_an_unpriced_gpu_keeps_the_most_tokens_per_gpu_at_a_fixed_batch():
     estimate = {dtype: compare.serving_estimate("llama-2-70b", "H800", tp=tp, weight_dtype=dtype, batch_size=1,
                                                 context_len=4096)
                 for dtype, tp in (("bf16", 2), ("fp8", 1), ("int8", 1), ("int4", 1))}
-    assert all(e["fits"] for e in estimate.values())
-    per_gpu = {dtype: e["tokens/s"].expected / (2 if dtype == "bf16" else 1) for dtype, e in estimate.items()}
-    assert max(per_gpu, key=per_gpu.get) == "int4" and 2 * estimate["bf16"]["tokens/s"].expected > per_gpu["int4"]
+    assert all(e.fits for e in estimate.values())
+    per_gpu = {dtype: e.tokens_per_s.expected / (2 if dtype == "bf16" else 1) for dtype, e in estimate.items()}
+    assert max(per_gpu, key=per_gpu.get) == "int4" and 2 * estimate["bf16"].tokens_per_s.expected > per_gpu["int4"]
     row = select.recommend("llama-2-70b", task="serve", batch_size=1, gpu_names=["H800"]).iloc[0]
     assert row["cost_usd"] != row["cost_usd"] and row["settings"] == "int4 weights, tensor parallel 1"
     assert row["tokens/s"] == pytest.approx(per_gpu["int4"])
@@ -489,3 +491,25 @@ def test_largest_trainable_counts_a_model_that_fills_the_gpu_exactly():
     exact = dataclasses.replace(gpus.get("H100"), memory_bytes=need)
     assert select.largest_trainable(exact, 1) == 20
     assert select.largest_trainable(dataclasses.replace(exact, memory_bytes=need - 1), 1) == 19
+
+
+def test_options_are_the_table_in_si_units():
+    """select.options gives the typed options behind recommend's table, ranked alike: seconds and bytes
+    that the table shows as days, ms and decimal GB; the columns depend on the task."""
+    found = select.options("llama-3-8b", task="serve", requests_per_s=5, prompt_len=512, output_len=128, tpot_s=0.05,
+                           gpu_names=["H100", "L40S", "RTX 4090"])
+    table = found.to_frame()
+    assert found.kind == "traffic" and list(table.columns) == list(select.COLUMNS["traffic"])
+    assert list(table["gpu"]) == [o.gpu for o in found.options]
+    top, row = found.options[0], table.iloc[0]
+    assert row["ms per token"] == pytest.approx(top.time_per_token * 1000, rel=1e-15)
+    assert row["first token (ms)"] == pytest.approx(top.time_to_first_token * 1000, rel=1e-15)
+    assert top.ok and 0 < top.time_per_token <= 0.05 and top.tokens_per_s == 5 * 128
+    training = select.options("llama-2-7b", tokens=1e11, gpu_names=["H100"])
+    first = training.options[0]
+    assert training.kind == "training" and first.days == pytest.approx(first.time.expected / DAY)
+    shown = training.to_frame().iloc[0]
+    assert shown["memory per GPU (GB)"] == pytest.approx(first.memory_per_gpu / 1e9)
+    assert (shown["days low"], shown["days high"]) == pytest.approx((first.time.low / DAY, first.time.high / DAY))
+    e = compare.serving_estimate("llama-2-7b", "A100 80GB", batch_size=4, context_len=1024)
+    assert e.to_frame().iloc[0]["memory per GPU (GB)"] == pytest.approx(e.memory_per_gpu / 1e9)

@@ -168,13 +168,13 @@ def test_training_time_panel():
 def test_serving_panel():
     from helpers import compare
     panel = widgets.serving()
-    assert panel.result["bound"] == "memory"
-    assert panel.result["tokens/s"] == compare.serving_estimate("llama-3-8b", "H100")["tokens/s"]
+    assert panel.result.bound == "memory"
+    assert panel.result.tokens_per_s == compare.serving_estimate("llama-3-8b", "H100").tokens_per_s
     panel.controls["batch_size"].max = 1024
     panel.set(batch_size=1024, context_len=256)  # Llama 3 8B at 1024 x 256 tokens passes the H100 ridge point
-    assert panel.result["bound"] == "compute"
+    assert panel.result.bound == "compute"
     panel.set(model="llama-2-70b", batch_size=1)
-    assert not panel.result["fits"] and "H100-SXM5-80GB" in set(panel.table.loc[~panel.table["fits"], "GPU"])
+    assert not panel.result.fits and "H100-SXM5-80GB" in set(panel.table.loc[~panel.table["fits"], "GPU"])
     panel.set(model="gpt2-xl", tp=2)
     assert panel.result is None and "must divide" in panel.message
 

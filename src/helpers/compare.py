@@ -1,5 +1,7 @@
 """GPUs side by side: training time and serving speed of one workload on every GPU of the catalog."""
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from . import compute, formats, gpus, memory, planner, roofline
@@ -31,9 +33,36 @@ def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, 
     return pd.DataFrame(rows)
 
 
+@dataclass(frozen=True)
+class ServingEstimate:
+    """One GPU (or tensor-parallel group) decoding a fixed batch, in SI units: tokens/s of all
+    sequences, seconds per output token and to the first token (each an :class:`Estimate`), the
+    roof that binds decoding ("memory" or "compute"), memory per GPU in bytes, and whether it fits."""
+
+    tokens_per_s: Estimate
+    time_per_token: Estimate
+    time_to_first_token: Estimate
+    bound: str
+    memory_per_gpu: float
+    fits: bool
+
+    def row(self) -> dict:
+        """The estimate for display: tokens/s (low, expected, high), ms per output token, first
+        token (ms), bound, memory per GPU (decimal GB) and fits."""
+        tps = self.tokens_per_s
+        return {"tokens/s low": tps.low, "tokens/s": tps.expected, "tokens/s high": tps.high,
+                "ms per output token": self.time_per_token.expected * 1000,
+                "first token (ms)": self.time_to_first_token.expected * 1000, "bound": self.bound,
+                "memory per GPU (GB)": self.memory_per_gpu / 1e9, "fits": self.fits}
+
+    def to_frame(self) -> pd.DataFrame:
+        """:meth:`row` as a one-row table."""
+        return pd.DataFrame([self.row()])
+
+
 @renamed_keywords(n_gpus="tp")
 def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp: int = 1, weight_dtype: str = "bf16",
-                     batch_size: int = 1, context_len: int = 2048) -> dict:
+                     batch_size: int = 1, context_len: int = 2048) -> ServingEstimate:
     """Tokens/s of all sequences, time per output token, time to first token (a ``context_len``
     prompt), the roof that binds decoding, and whether the model fits."""
     g, m = gpus.get(gpu), memory.as_model(model)
@@ -44,25 +73,18 @@ def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp:
     intensity = roofline.decode_intensity(m, batch_size, context_len, weight_dtype, kv)
     need = memory.inference(m, weight_dtype=weight_dtype, kv_dtype=kv, batch_size=batch_size,
                             context_len=context_len, tp=tp)
-    return {"tokens/s": tps, "time per output token (s)": tps.map(lambda v: batch_size / v),
-            "time to first token (s)": ttft,
-            "bound": roofline.bound(g, compute.compute_dtype(g, weight_dtype), intensity),
-            "memory per GPU (GB)": need.total / 1e9, "fits": memory.fits(need, g)}
+    return ServingEstimate(tokens_per_s=tps, time_per_token=tps.map(lambda v: batch_size / v), time_to_first_token=ttft,
+                           bound=roofline.bound(g, compute.compute_dtype(g, weight_dtype), intensity),
+                           memory_per_gpu=need.total, fits=memory.fits(need, g))
 
 
 @renamed_keywords(n_gpus="tp")
 def serving_table(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
                   context_len: int = 2048) -> pd.DataFrame:
-    """:func:`serving_estimate` for every GPU of the catalog."""
-    rows = []
-    for name in gpus.names():
-        e = serving_estimate(model, name, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size,
-                             context_len=context_len)
-        tps, tpot, ttft = e["tokens/s"], e["time per output token (s)"], e["time to first token (s)"]
-        rows.append({"GPU": name, "tokens/s low": tps.low, "tokens/s": tps.expected, "tokens/s high": tps.high,
-                     "ms per output token": tpot.expected * 1000, "first token (ms)": ttft.expected * 1000,
-                     "bound": e["bound"], "memory per GPU (GB)": e["memory per GPU (GB)"], "fits": e["fits"]})
-    return pd.DataFrame(rows)
+    """:func:`serving_estimate` for every GPU of the catalog, one :meth:`ServingEstimate.row` each."""
+    return pd.DataFrame([{"GPU": name, **serving_estimate(model, name, tp=tp, weight_dtype=weight_dtype,
+                                                          batch_size=batch_size, context_len=context_len).row()}
+                         for name in gpus.names()])
 
 
 def band(row: pd.Series, prefix: str) -> Estimate:

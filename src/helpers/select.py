@@ -13,12 +13,14 @@ batch), or, when none does, the option that came closest, with the constraint th
 one-line reason.
 """
 
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from math import nan
 
 import pandas as pd
 
 from . import compare, compute, cost, gpus, memory, planner, serving, traffic
+from .estimate import Estimate
 from .memory import as_model
 from .models import Model
 from .units import DAY, check_positive, check_result
@@ -42,7 +44,82 @@ WORKSTATION_MAX_GPUS = 8
 SEGMENT_MAX_GPUS = {"consumer": CONSUMER_MAX_GPUS, "workstation": WORKSTATION_MAX_GPUS}
 
 
-def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, tokens: float, seq_len: int) -> list[dict]:
+@dataclass(frozen=True)
+class Option:
+    """One way to run the task on one kind of GPU, in SI units; NaN (or '') where the task has no
+    such figure. Training: the run's ``time`` (an :class:`Estimate`, seconds), its
+    ``scaling_efficiency`` and the ``limit`` that sets its pace. Serving: output ``tokens_per_s`` and
+    ``time_per_token`` (seconds); at a fixed batch the roof that bounds decoding (``bound``); at a traffic
+    level the ``time_to_first_token`` (seconds), ``utilization``, the constraint that binds first
+    (``limit``), the requests/s one replica takes within the targets (``per_replica``) and, where no
+    plan serves, one replica's ``unloaded_step`` (seconds). ``memory_per_gpu`` in bytes;
+    ``cost_usd`` the run's on demand, or per million tokens served. ``binding`` and ``reason``: the
+    constraint that decides and why; ``ok``: whether the option meets every constraint."""
+
+    gpu: str
+    n_gpus: int
+    settings: str
+    fits: bool
+    memory_per_gpu: float = nan
+    time: Estimate | None = None
+    scaling_efficiency: float = nan
+    tokens_per_s: float = nan
+    time_per_token: float = nan
+    time_to_first_token: float = nan
+    utilization: float = nan
+    bound: str = ""
+    limit: str = ""
+    per_replica: float = nan
+    unloaded_step: float = nan
+    cost_usd: float = nan
+    binding: str = ""
+    reason: str = ""
+    ok: bool = False
+
+    @property
+    def days(self) -> float:
+        """The expected training time in days (NaN for serving)."""
+        return self.time.expected / DAY if self.time is not None else nan
+
+
+#: The columns of :meth:`Recommendation.to_frame`, by kind of task: each option's figures for display.
+COLUMNS = {
+    "training": ("gpu", "n_gpus", "settings", "fits", "memory per GPU (GB)", "days", "days low", "days high",
+                 "scaling efficiency", "cost_usd", "binding", "reason"),
+    "fixed batch": ("gpu", "n_gpus", "settings", "fits", "memory per GPU (GB)", "tokens/s", "ms per token", "bound",
+                    "cost_usd", "binding", "reason"),
+    "traffic": ("gpu", "n_gpus", "settings", "fits", "tokens/s", "ms per token", "first token (ms)", "utilization",
+                "cost_usd", "binding", "reason"),
+}
+
+
+def _display(o: Option) -> dict:
+    """Every figure of an option in the units the book shows: GB (decimal), days, ms."""
+    low, high = (nan, nan) if o.time is None else (o.time.low / DAY, o.time.high / DAY)
+    return {"gpu": o.gpu, "n_gpus": o.n_gpus, "settings": o.settings, "fits": o.fits,
+            "memory per GPU (GB)": o.memory_per_gpu / 1e9, "days": o.days, "days low": low, "days high": high,
+            "scaling efficiency": o.scaling_efficiency, "tokens/s": o.tokens_per_s,
+            "ms per token": o.time_per_token * 1000, "first token (ms)": o.time_to_first_token * 1000,
+            "utilization": o.utilization, "bound": o.bound, "cost_usd": o.cost_usd, "binding": o.binding,
+            "reason": o.reason}
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    """Every GPU's best option for a task (:class:`Option`), ranked best first; ``kind`` is
+    "training", "fixed batch" or "traffic"."""
+
+    kind: str
+    options: tuple[Option, ...]
+
+    def to_frame(self) -> pd.DataFrame:
+        """One row per option, the columns of :data:`COLUMNS` for this kind of task."""
+        columns = list(COLUMNS[self.kind])
+        return pd.DataFrame([{c: row[c] for c in columns} for row in map(_display, self.options)], columns=columns)
+
+
+def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, tokens: float,
+                   seq_len: int) -> list[Option]:
     """One option per GPU count: full training on the planner's best layout; LoRA and QLoRA train
     adapters over data parallelism with the frozen base replicated."""
     rate = cost.price(g, "cloud_hour")
@@ -60,117 +137,130 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, to
             time = time * ADAPTER_FLOPS_FACTOR
             settings, need, fits = f"{method}, data parallel {n}, full recompute", adapter.total, memory.fits(adapter, g)
         days = time.expected / DAY
-        options.append({"gpu": g.name, "n_gpus": n, "settings": settings, "fits": fits,
-                        "memory per GPU (GB)": need / 1e9, "days": days, "days low": time.low / DAY,
-                        "days high": time.high / DAY, "scaling efficiency": plan.scaling_efficiency,
-                        "limit": plan.binding, "cost_usd": days * 24 * n * rate if rate else nan})
+        options.append(Option(gpu=g.name, n_gpus=n, settings=settings, fits=fits, memory_per_gpu=need, time=time,
+                              scaling_efficiency=plan.scaling_efficiency, limit=plan.binding,
+                              cost_usd=days * 24 * n * rate if rate else nan))
     return options
 
 
 @lru_cache(maxsize=1024)
-def _serving(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> tuple:
-    """(fits, memory per GPU in GB, tokens/s, bound) of :func:`compare.serving_estimate`, cached: a
-    latency or budget move re-ranks the catalog without re-estimating it."""
-    e = compare.serving_estimate(m, g, tp=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
-    return e["fits"], e["memory per GPU (GB)"], e["tokens/s"].expected, e["bound"]
+def _serving(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> compare.ServingEstimate:
+    """:func:`compare.serving_estimate`, cached: a latency or budget move re-ranks the catalog
+    without re-estimating it."""
+    return compare.serving_estimate(m, g, tp=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
 
 
-def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> dict:
-    fits, need, tps, bound = _serving(m, g, tp, dtype, batch_size, context_len)
+def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> Option:
+    e = _serving(m, g, tp, dtype, batch_size, context_len)
+    tps = e.tokens_per_s.expected
     rate = cost.price(g, "cloud_hour")
-    return {"gpu": g.name, "n_gpus": tp, "settings": f"{dtype} weights, tensor parallel {tp}",
-            "fits": fits, "memory per GPU (GB)": need, "tokens/s": tps,
-            "ms per token": batch_size / tps * 1000, "bound": "memory bandwidth" if bound == "memory" else "compute",
-            "cost_usd": rate * tp / (tps * 3600) * 1e6 if rate else nan}
+    return Option(gpu=g.name, n_gpus=tp, settings=f"{dtype} weights, tensor parallel {tp}", fits=e.fits,
+                  memory_per_gpu=e.memory_per_gpu, tokens_per_s=tps, time_per_token=batch_size / tps,
+                  bound="memory bandwidth" if e.bound == "memory" else "compute",
+                  cost_usd=rate * tp / (tps * 3600) * 1e6 if rate else nan)
 
 
 def _traffic_option(g: gpus.GPU, tp: int, dtype: str, r: traffic.Replica, requests_per_s: float, prompt_len: int,
-                    output_len: int, ttft_s: float | None, tpot_s: float | None, most: int) -> dict:
+                    output_len: int, ttft_s: float | None, tpot_s: float | None, most: int) -> Option:
     caps = traffic.limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
     p = traffic._sized(r, g.name, dtype, tp, requests_per_s, caps, max(1, most // tp))
     settings = f"{dtype} weights, tensor parallel {tp}"
     if p is None:  # one replica serves no traffic within the targets (shown as that replica), or too many are needed
         binding = min(caps, key=caps.get)
-        return {"gpu": g.name, "n_gpus": most if caps[binding] > 0 else tp, "settings": settings, "fits": r.max_batch > 0,
-                "tokens/s": 0.0,
-                "ms per token": nan, "first token (ms)": r.prefill * 1000, "utilization": nan, "cost_usd": nan,
-                "limit": binding, "per_replica": caps[binding], "unloaded_ms": r.fixed * 1000}
+        return Option(gpu=g.name, n_gpus=most if caps[binding] > 0 else tp, settings=settings, fits=r.max_batch > 0,
+                      tokens_per_s=0.0, time_to_first_token=r.prefill, limit=binding, per_replica=caps[binding],
+                      unloaded_step=r.fixed)
     rate, at = cost.price(g, "cloud_hour"), p.at_load
-    return {"gpu": g.name, "n_gpus": p.n_gpus, "settings": f"{settings}, {p.replicas} replica{'s' * (p.replicas > 1)}",
-            "fits": True, "tokens/s": requests_per_s * output_len, "ms per token": at.time_per_token * 1000,
-            "first token (ms)": at.time_to_first_token * 1000, "utilization": at.utilization,
-            "cost_usd": check_result(rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6,
-                                     requests_per_s=requests_per_s) if rate else nan,
-            "limit": p.binding, "per_replica": p.per_replica_max, "unloaded_ms": nan}
+    return Option(gpu=g.name, n_gpus=p.n_gpus, settings=f"{settings}, {p.replicas} replica{'s' * (p.replicas > 1)}",
+                  fits=True, tokens_per_s=requests_per_s * output_len, time_per_token=at.time_per_token,
+                  time_to_first_token=at.time_to_first_token, utilization=at.utilization,
+                  cost_usd=check_result(rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6,
+                                        requests_per_s=requests_per_s) if rate else nan,
+                  limit=p.binding, per_replica=p.per_replica_max)
 
 
 #: The reason given where a budget is set and the GPU has no dated price to hold against it.
 _UNPRICED = "no dated price to hold against the budget"
 
 
-def _traffic_verdict(row: dict, budget_usd: float | None) -> tuple[str, str]:
-    if not row["fits"]:
-        return "memory", f"the weights alone do not fit at {row['settings']}"
-    if row["ms per token"] != row["ms per token"]:  # no plan: one replica serves no traffic within the targets
-        if row["limit"] == "time to first token":
-            return row["limit"], f"an unloaded prompt already takes {row['first token (ms)']:,.0f} ms at {row['settings']}"
-        if row["limit"] == "time per token":
-            return row["limit"], f"an unloaded step already takes {row['unloaded_ms']:,.1f} ms at {row['settings']}"
-        return row["limit"], f"{row['per_replica']:.3g} requests/s per replica: more GPUs than allowed at {row['settings']}"
-    price = f"${row['cost_usd']:,.2f} per million tokens" if row["cost_usd"] == row["cost_usd"] else "no dated price"
-    if budget_usd and not row["cost_usd"] <= budget_usd:
-        return "budget", f"{price}, over ${budget_usd:,.2f}" if row["cost_usd"] == row["cost_usd"] else _UNPRICED
-    return row["limit"], (f"{row['per_replica']:.3g} requests/s per replica ({row['limit']} binds); at this load "
-                          f"{row['ms per token']:,.1f} ms per token, {row['first token (ms)']:,.0f} ms to the first "
-                          f"token, {row['utilization']:.0%} busy; {price}")
+def _priced(o: Option) -> bool:
+    return o.cost_usd == o.cost_usd
 
 
-def _training_verdict(row: dict, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
-    if not row["fits"]:
-        return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU even at {row['settings']}"
-    if deadline_days and row["days"] > deadline_days:
-        return "deadline", f"{row['days']:,.0f} days at {row['n_gpus']} GPUs, over the {deadline_days:g}-day deadline"
-    if budget_usd and not row["cost_usd"] <= budget_usd:
-        return "budget", (f"${row['cost_usd']:,.0f} on demand, over the ${budget_usd:,.0f} budget"
-                          if row["cost_usd"] == row["cost_usd"] else _UNPRICED)
-    if row["scaling efficiency"] < INTERCONNECT_FLOOR:
-        return "interconnect", (f"{row['days']:,.1f} days, but only {row['scaling efficiency']:.0%} scaling efficiency "
-                                f"({row['limit']} sets the pace)")
-    return "compute", f"{row['days']:,.1f} days on {row['n_gpus']} GPU{'s' * (row['n_gpus'] > 1)}" + (
-        f", ${row['cost_usd']:,.0f} on demand" if row["cost_usd"] == row["cost_usd"] else ", no dated price")
+def _traffic_verdict(o: Option, budget_usd: float | None) -> tuple[str, str]:
+    if not o.fits:
+        return "memory", f"the weights alone do not fit at {o.settings}"
+    if o.time_per_token != o.time_per_token:  # no plan: one replica serves no traffic within the targets
+        if o.limit == "time to first token":
+            return o.limit, f"an unloaded prompt already takes {o.time_to_first_token * 1000:,.0f} ms at {o.settings}"
+        if o.limit == "time per token":
+            return o.limit, f"an unloaded step already takes {o.unloaded_step * 1000:,.1f} ms at {o.settings}"
+        return o.limit, f"{o.per_replica:.3g} requests/s per replica: more GPUs than allowed at {o.settings}"
+    price = f"${o.cost_usd:,.2f} per million tokens" if _priced(o) else "no dated price"
+    if budget_usd and not o.cost_usd <= budget_usd:
+        return "budget", f"{price}, over ${budget_usd:,.2f}" if _priced(o) else _UNPRICED
+    return o.limit, (f"{o.per_replica:.3g} requests/s per replica ({o.limit} binds); at this load "
+                     f"{o.time_per_token * 1000:,.1f} ms per token, {o.time_to_first_token * 1000:,.0f} ms to the first "
+                     f"token, {o.utilization:.0%} busy; {price}")
 
 
-def _serving_verdict(row: dict, latency_ms: float | None, budget_usd: float | None) -> tuple[str, str]:
-    if not row["fits"]:
-        return "memory", f"needs {row['memory per GPU (GB)']:,.0f} GB per GPU at {row['settings']}"
-    if latency_ms and row["ms per token"] > latency_ms:
-        return "latency", f"{row['ms per token']:,.1f} ms per token, over the {latency_ms:g} ms target"
-    if budget_usd and not row["cost_usd"] <= budget_usd:
-        return "budget", (f"${row['cost_usd']:,.2f} per million tokens, over ${budget_usd:,.2f}"
-                          if row["cost_usd"] == row["cost_usd"] else _UNPRICED)
-    price = f", ${row['cost_usd']:,.2f} per million tokens" if row["cost_usd"] == row["cost_usd"] else ", no dated price"
-    return row["bound"], f"{row['tokens/s']:,.0f} tokens/s, {row['ms per token']:,.1f} ms per token{price}"
+def _training_verdict(o: Option, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
+    if not o.fits:
+        return "memory", f"needs {o.memory_per_gpu / 1e9:,.0f} GB per GPU even at {o.settings}"
+    if deadline_days and o.days > deadline_days:
+        return "deadline", f"{o.days:,.0f} days at {o.n_gpus} GPUs, over the {deadline_days:g}-day deadline"
+    if budget_usd and not o.cost_usd <= budget_usd:
+        return "budget", (f"${o.cost_usd:,.0f} on demand, over the ${budget_usd:,.0f} budget"
+                          if _priced(o) else _UNPRICED)
+    if o.scaling_efficiency < INTERCONNECT_FLOOR:
+        return "interconnect", (f"{o.days:,.1f} days, but only {o.scaling_efficiency:.0%} scaling efficiency "
+                                f"({o.limit} sets the pace)")
+    return "compute", f"{o.days:,.1f} days on {o.n_gpus} GPU{'s' * (o.n_gpus > 1)}" + (
+        f", ${o.cost_usd:,.0f} on demand" if _priced(o) else ", no dated price")
 
 
-def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: float = 1e12,
-              deadline_days: float | None = DEFAULT_DEADLINE_DAYS, budget_usd: float | None = None, batch_size: int = 1,
-              context_len: int = 4096, latency_ms: float | None = None, seq_len: int = 2048,
-              requests_per_s: float | None = None, prompt_len: int = 1024, output_len: int = 256,
-              ttft_s: float | None = None, tpot_s: float | None = None,
-              max_gpus: int = 4096, gpu_names: list[str] | None = None) -> pd.DataFrame:
-    """Every GPU's best option for ``task``, ranked best first.
+def _serving_verdict(o: Option, latency_ms: float | None, budget_usd: float | None) -> tuple[str, str]:
+    if not o.fits:
+        return "memory", f"needs {o.memory_per_gpu / 1e9:,.0f} GB per GPU at {o.settings}"
+    if latency_ms and o.time_per_token * 1000 > latency_ms:
+        return "latency", f"{o.time_per_token * 1000:,.1f} ms per token, over the {latency_ms:g} ms target"
+    if budget_usd and not o.cost_usd <= budget_usd:
+        return "budget", (f"${o.cost_usd:,.2f} per million tokens, over ${budget_usd:,.2f}"
+                          if _priced(o) else _UNPRICED)
+    price = f", ${o.cost_usd:,.2f} per million tokens" if _priced(o) else ", no dated price"
+    return o.bound, f"{o.tokens_per_s:,.0f} tokens/s, {o.time_per_token * 1000:,.1f} ms per token{price}"
+
+
+def recommend(model: "Model | str | float", **kwargs) -> pd.DataFrame:
+    """:func:`options` as a table (:meth:`Recommendation.to_frame`), ranked best first: for training,
+    columns gpu, n_gpus, settings, fits, memory per GPU (GB), days (low, high), scaling efficiency,
+    cost_usd (on demand), binding (memory, deadline, budget, interconnect or compute) and reason; at
+    a traffic level, gpu, n_gpus (all replicas), settings, fits, tokens/s (output), ms per token,
+    first token (ms), utilization, cost_usd (per million input and output tokens), binding (memory,
+    time per token, time to first token, capacity or budget) and reason; at a fixed batch, gpu,
+    n_gpus, settings, fits, memory per GPU (GB), tokens/s, ms per token, bound, cost_usd (per
+    million tokens), binding (memory, compute, memory bandwidth, latency or budget) and reason."""
+    return options(model, **kwargs).to_frame()
+
+
+def options(model: "Model | str | float", *, task: str = "pretrain", tokens: float = 1e12,
+            deadline_days: float | None = DEFAULT_DEADLINE_DAYS, budget_usd: float | None = None, batch_size: int = 1,
+            context_len: int = 4096, latency_ms: float | None = None, seq_len: int = 2048,
+            requests_per_s: float | None = None, prompt_len: int = 1024, output_len: int = 256,
+            ttft_s: float | None = None, tpot_s: float | None = None,
+            max_gpus: int = 4096, gpu_names: list[str] | None = None) -> Recommendation:
+    """Every GPU's best option for ``task``, ranked best first (:class:`Recommendation`).
 
     Training tasks use ``tokens``, ``deadline_days`` (90 unless given; None for none) and
     ``budget_usd`` (on demand, US dollars).
     ``serve`` at a traffic level uses ``requests_per_s`` of ``prompt_len`` input and ``output_len``
     output tokens, the targets ``ttft_s`` (time to first token, mean, under load) and ``tpot_s``
-    (time per output token), and ``budget_usd`` (per million input and output tokens): columns
-    gpu, n_gpus (all replicas), settings, fits, tokens/s (output), ms per token, first token (ms),
-    utilization, cost_usd, binding (memory, time per token, time to first token, capacity or
-    budget) and reason. Without ``requests_per_s``, ``serve`` runs a fixed ``batch_size`` at
-    ``context_len`` with ``latency_ms`` per output token (binding: memory, compute, memory
-    bandwidth, latency or budget). Consumer and workstation cards are tried on one machine only
-    (:data:`SEGMENT_MAX_GPUS`).
+    (time per output token), and ``budget_usd`` (per million input and output tokens). Without
+    ``requests_per_s``, ``serve`` runs a fixed ``batch_size`` at ``context_len`` with
+    ``latency_ms`` per output token. Consumer and workstation cards are tried on one machine only
+    (:data:`SEGMENT_MAX_GPUS`). Ranked: options that meet every constraint first, then priced before
+    unpriced, the cheapest first, then the fewest GPUs (traffic), the most tokens/s (fixed batch)
+    or the fewest days (training).
     """
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not supported; choose one of {', '.join(TASKS)}")
@@ -191,53 +281,52 @@ def recommend(model: "Model | str | float", *, task: str = "pretrain", tokens: f
     for g in gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names):
         most = min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus))
         if traffic_level:
-            options, verdicts = [], []
+            tried, verdicts = [], []
             for tp in (1, 2, 4, 8):
-                if tp > most or m.n_heads % tp or any(v[0] != "budget" and o["n_gpus"] <= tp and o["ms per token"] == o["ms per token"]
-                                                       for o, v in zip(options, verdicts)):
+                if tp > most or m.n_heads % tp or any(v[0] != "budget" and o.n_gpus <= tp and o.time_per_token == o.time_per_token
+                                                       for o, v in zip(tried, verdicts)):
                     continue  # a plan on at most tp GPUs already exists: wider replicas cannot need fewer GPUs
                 dtypes = serving.serving_formats(g)
                 for dtype, r in zip(dtypes, traffic.replicas(m, g, tp=tp, prompt_len=prompt_len, output_len=output_len,
                                                              weight_dtypes=dtypes)):
-                    options.append(_traffic_option(g, tp, dtype, r, requests_per_s, prompt_len, output_len, ttft_s,
-                                                   tpot_s, most))
-                    verdicts.append(_traffic_verdict(options[-1], budget_usd))
+                    tried.append(_traffic_option(g, tp, dtype, r, requests_per_s, prompt_len, output_len, ttft_s,
+                                                 tpot_s, most))
+                    verdicts.append(_traffic_verdict(tried[-1], budget_usd))
         elif task == "serve":
-            options, verdicts = [], []
+            tried, verdicts = [], []
             for dtype in serving.serving_formats(g):
                 for tp in (1, 2, 4, 8):
                     if tp <= max_gpus and m.n_heads % tp == 0:
-                        options.append(_serve_option(m, g, tp, dtype, batch_size, context_len))
-                        verdicts.append(_serving_verdict(options[-1], latency_ms, budget_usd))
+                        tried.append(_serve_option(m, g, tp, dtype, batch_size, context_len))
+                        verdicts.append(_serving_verdict(tried[-1], latency_ms, budget_usd))
                         if verdicts[-1][0] in ("compute", "memory bandwidth"):
                             break  # it serves: a wider group cannot cost less per token, nor give more per GPU
         else:
             check_positive("tokens", tokens)
-            options = _train_options(m, g, tuple(n for n in COUNTS if n <= most), task, tokens, seq_len)
-            verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in options]
-        for option, (binding, reason) in zip(options, verdicts):
-            planned = traffic_level and option["ms per token"] == option["ms per token"]
-            option.update(binding=binding, reason=reason,
-                          ok=binding in ("compute", "memory bandwidth") or (planned and binding != "budget"))
-            for internal in ("limit", "per_replica", "unloaded_ms"):  # the verdict's inputs, not columns
-                option.pop(internal, None)
-        feasible = [o for o in options if o["ok"]]
+            tried = _train_options(m, g, tuple(n for n in COUNTS if n <= most), task, tokens, seq_len)
+            verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in tried]
+        decided = [replace(o, binding=binding, reason=reason,
+                           ok=binding in ("compute", "memory bandwidth") or
+                           (traffic_level and o.time_per_token == o.time_per_token and binding != "budget"))
+                   for o, (binding, reason) in zip(tried, verdicts)]
+        feasible = [o for o in decided if o.ok]
         if feasible and traffic_level:  # the fewest GPUs, then the cheapest per token
-            best.append(min(feasible, key=lambda o: (o["n_gpus"], o["cost_usd"] != o["cost_usd"], o["cost_usd"])))
+            best.append(min(feasible, key=lambda o: (o.n_gpus, not _priced(o), o.cost_usd)))
         elif feasible and task == "serve":  # cheapest per token, else most tokens/s per GPU
-            best.append(min(feasible, key=lambda o: (o["cost_usd"] != o["cost_usd"], o["cost_usd"],
-                                                     -o["tokens/s"] / o["n_gpus"])))
+            best.append(min(feasible, key=lambda o: (not _priced(o), o.cost_usd, -o.tokens_per_s / o.n_gpus)))
         elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
-            best.append(min(feasible, key=lambda o: o["n_gpus"]))
-        elif options:  # what came closest: the fastest that fits, else the largest tried
-            fitting = [o for o in options if o["fits"]]
-            best.append(min(fitting, key=lambda o: o["days"]) if fitting and task != "serve"
-                        else max(fitting or options, key=lambda o: o["n_gpus"]))
-    table = pd.DataFrame(best)
-    speed = "tokens/s" if task == "serve" else "days"
-    table["_rank"] = list(zip(~table["ok"], table["cost_usd"].isna(), table["cost_usd"].fillna(0),
-                              table["n_gpus"] if traffic_level else -table[speed] if task == "serve" else table[speed]))
-    return table.sort_values("_rank").drop(columns=["_rank", "ok"]).reset_index(drop=True)
+            best.append(min(feasible, key=lambda o: o.n_gpus))
+        elif decided:  # what came closest: the fastest that fits, else the largest tried
+            fitting = [o for o in decided if o.fits]
+            best.append(min(fitting, key=lambda o: o.days) if fitting and task != "serve"
+                        else max(fitting or decided, key=lambda o: o.n_gpus))
+    kind = "traffic" if traffic_level else "fixed batch" if task == "serve" else "training"
+
+    def rank(o: Option) -> tuple:
+        speed = o.n_gpus if traffic_level else -o.tokens_per_s if task == "serve" else o.days
+        return not o.ok, not _priced(o), o.cost_usd if _priced(o) else 0.0, speed
+
+    return Recommendation(kind, tuple(sorted(best, key=rank)))
 
 
 def largest_trainable(gpu: "gpus.GPU | str", n_gpus: int, **kwargs) -> int:

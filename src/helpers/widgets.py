@@ -403,10 +403,10 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
         return compare.serving_table(_model(model, size_b, config), **kw)
 
     def draw(fig, result, table, model, size_b, config, gpu, tp, weight_dtype, batch_size, context_len):
-        label, tps = _model(model, size_b, config).display_name, result["tokens/s"]
+        label, tps = _model(model, size_b, config).display_name, result.tokens_per_s
         _catalog_bars(fig, table, "tokens/s", gpu, "generated tokens/s, all sequences",
                       f"{label}, {weight_dtype} weights, {tp} GPU(s) each, batch {batch_size} x {context_len:,} tokens\n"
-                      f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {result['bound']}-bound")
+                      f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {result.bound}-bound")
 
     return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
 
