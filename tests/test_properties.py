@@ -42,8 +42,9 @@ def _numbers(result):
         return
     if isinstance(result, (int, float)):
         yield result
-    elif isinstance(result, pd.DataFrame):
-        for column in result.select_dtypes("number").columns.drop("headroom (GB)", errors="ignore"):
+    elif isinstance(result, pd.DataFrame):  # headrooms and break-even waits are signed differences
+        for column in result.select_dtypes("number").columns.drop(["headroom (GB)", "break-even wait (months)"],
+                                                                    errors="ignore"):
             yield from result[column].dropna()
     elif isinstance(result, dict):
         for key, value in result.items():

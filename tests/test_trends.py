@@ -1,6 +1,6 @@
 import pytest
 
-from helpers import compute, trends
+from helpers import compute, cost, trends
 
 
 def test_generations_table():
@@ -13,12 +13,19 @@ def test_generations_table():
 
 
 def test_wait_or_start():
+    """Seconds and dollars by hand: the run now is the planner's on H100, its cost 512 GPU-hours per hour at
+    the median price; a month is a twelfth of 365.25 days; past the break-even wait, waiting finishes later."""
     plan = trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=0, later_price=6.0)
-    assert plan["wait: finish (days)"] < plan["start now: finish (days)"]
-    t_now = compute.training_time("llama-2-70b", 2e12, "H100", 512).expected / 86400
-    assert plan["start now: finish (days)"] == pytest.approx(t_now)
-    late = trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=plan["break-even wait (months)"] + 1, later_price=6.0)
-    assert late["wait: finish (days)"] > late["start now: finish (days)"]
+    assert plan.finish_later < plan.run_now and plan.wait == 0
+    t_now = compute.training_time("llama-2-70b", 2e12, "H100", 512).expected
+    assert plan.run_now == pytest.approx(t_now)
+    assert plan.cost_now == pytest.approx(t_now / 3600 * 512 * cost.hourly_rate("H100").expected)
+    assert plan.cost_later == pytest.approx(plan.run_later / 3600 * 512 * 6.0)
+    months = plan.break_even_wait / (365.25 / 12 * 86400)
+    assert plan.row()["break-even wait (months)"] == pytest.approx(months)
+    late = trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=months + 1, later_price=6.0)
+    assert late.finish_later > late.run_now
+    assert late.to_frame().iloc[0]["wait: finish (days)"] == pytest.approx(late.finish_later / 86400)
     with pytest.raises(ValueError, match="wait_months"):
         trends.wait_or_start("llama-2-70b", 2e12, 512, wait_months=-1, later_price=6.0)
 

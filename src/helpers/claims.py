@@ -16,7 +16,7 @@ from types import MappingProxyType
 import pandas as pd
 
 from . import _data, comm, compute, cost, gpus, memory, models, scaling, select
-from .units import DAY, TFLOPS, gb
+from .units import DAY, MONTH, TFLOPS, gb
 
 VERDICTS = ("correct", "roughly right", "depends", "wrong", "unverifiable", "opinion")
 #: The admonition class of a chapter's "Check the article" box for each verdict: a warning for a
@@ -763,8 +763,7 @@ def waiting() -> Finding:
         "Training Llama 2 70B on 2T tokens with 512 GPUs: starting on A100s finishes on day {now_days:.0f}; waiting 6 "
         "months for H100s finishes on day {wait_days:.0f}. Waiting pays off only if it is shorter than "
         "{break_even_months:.1f} months.", "the trade-off is computable",
-        now_days=plan["start now: finish (days)"], wait_days=plan["wait: finish (days)"],
-        break_even_months=plan["break-even wait (months)"])
+        now_days=plan.run_now / DAY, wait_days=plan.finish_later / DAY, break_even_months=plan.break_even_wait / MONTH)
 
 
 @_checks("inference-priorities")

@@ -17,7 +17,7 @@ from . import _data, compute, gpus, memory, steptime, traffic
 from .estimate import Estimate
 from .gpus import GPU
 from .models import Model
-from .units import HOUR, check_instance, check_positive, check_range, check_result, renamed_keywords
+from .units import HOUR, YEAR, check_instance, check_positive, check_range, check_result, renamed_keywords
 
 PRICE_KINDS = ("purchase", "cloud_hour", "reserved_hour", "used_purchase")
 #: A row of this kind, without a price, says where a GPU was looked for and found not for rent.
@@ -27,7 +27,7 @@ PRICING = ("on_demand", "reserved_1y", "reserved_3y", "spot", "owned")
 #: building, a network, storage and a team pays.
 SERVERS_AND_ENERGY = MappingProxyType({"colocation_usd_per_kw_month": 0, "staff_usd_per_gpu_year": 0,
                                        "network_share": 0, "storage_share": 0})
-HOURS_PER_YEAR = 8766.0  # 365.25 days
+HOURS_PER_YEAR = YEAR / HOUR  # 8,766: 365.25 days
 HOURS_PER_MONTH = HOURS_PER_YEAR / 12
 #: Longest horizon of an ownership calculation: hardware is written off in 3-6 years.
 MAX_YEARS = 30

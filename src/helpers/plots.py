@@ -16,7 +16,8 @@ from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLo
 
 from .gpus import GPU
 from .memory import COMPONENTS, MemoryBreakdown
-from .units import GB, TFLOPS
+from .trends import WaitOrStart
+from .units import DAY, GB, MONTH, TFLOPS
 
 COLORS = {"weights": "#4C72B0", "gradients": "#DD8452", "optimizer": "#C44E52",
           "activations": "#55A868", "kv_cache": "#8172B3", "overhead": "#937860"}
@@ -607,15 +608,15 @@ def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
     return ax
 
 
-def wait_curve(ax: Axes, result: dict, wait_months: float, *, title: str = "") -> Axes:
-    """Finish day of starting now (flat) and of waiting (rising with the wait), from ``trends.wait_or_start``."""
-    now = result["start now: finish (days)"]
-    run_later = result["wait: finish (days)"] - wait_months * 30.44
+def wait_curve(ax: Axes, result: WaitOrStart, *, title: str = "") -> Axes:
+    """Finish day of starting now (flat) and of waiting (rising with the wait), from ``trends.wait_or_start``;
+    the chosen wait marked."""
     months = [m / 2 for m in range(0, 49)]
-    ax.axhline(now, color="#4C72B0", label="start now")
-    ax.plot(months, [m * 30.44 + run_later for m in months], color="#DD8452", label="wait, then run on the next generation")
-    ax.plot([wait_months], [result["wait: finish (days)"]], marker="o", linestyle="none", color="#DD8452", zorder=3)
-    ax.axvline(max(result["break-even wait (months)"], 0), color="0.4", linestyle=":", linewidth=1)
+    ax.axhline(result.run_now / DAY, color="#4C72B0", label="start now")
+    ax.plot(months, [(m * MONTH + result.run_later) / DAY for m in months], color="#DD8452",
+            label="wait, then run on the next generation")
+    ax.plot([result.wait / MONTH], [result.finish_later / DAY], marker="o", linestyle="none", color="#DD8452", zorder=3)
+    ax.axvline(max(result.break_even_wait / MONTH, 0), color="0.4", linestyle=":", linewidth=1)
     ax.set(xlabel="months of waiting", ylabel="finished after (days)")
     ax.legend(fontsize=8)
     ax.set_title(title, fontsize=10)

@@ -1,11 +1,13 @@
 """Generations of GPUs side by side, and whether to wait for the next one."""
 
+from dataclasses import dataclass
+
 import pandas as pd
 
 from . import compute, cost, gpus
 from .memory import as_model
 from .models import Model
-from .units import DAY, TFLOPS, argument, check_positive, check_result
+from .units import DAY, HOUR, MONTH, TFLOPS, argument, check_positive, check_result
 
 #: The flagship training GPU of each generation in the catalog, oldest first.
 FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72",
@@ -34,15 +36,46 @@ def _rate(gpu: str, price: float | None, name: str) -> float:
     return cost.hourly_rate(gpu, price_per_gpu_hour=price).expected
 
 
+@dataclass(frozen=True)
+class WaitOrStart:
+    """A training run started now on the GPUs available, against one on the next generation after a
+    wait: each run's length (seconds) and on-demand cost (US dollars), and the wait (seconds)."""
+
+    run_now: float
+    run_later: float
+    wait: float
+    cost_now: float
+    cost_later: float
+
+    @property
+    def finish_later(self) -> float:
+        """Seconds from today until the run that waited finishes."""
+        return self.wait + self.run_later
+
+    @property
+    def break_even_wait(self) -> float:
+        """The longest wait (seconds) after which waiting still finishes first; negative: never."""
+        return self.run_now - self.run_later
+
+    def row(self) -> dict:
+        """For display: finish days, costs in US dollars and the break-even wait in months."""
+        return {"start now: finish (days)": self.run_now / DAY, "wait: finish (days)": self.finish_later / DAY,
+                "start now: cost (USD)": self.cost_now, "wait: cost (USD)": self.cost_later,
+                "break-even wait (months)": self.break_even_wait / MONTH}
+
+    def to_frame(self) -> pd.DataFrame:
+        """:meth:`row` as a one-row table."""
+        return pd.DataFrame([self.row()])
+
+
 def wait_or_start(model: "Model | str | float", tokens: float, n_gpus: int, *, now: str = "H100-SXM5-80GB",
                   later: str = "B200-HGX-192GB", wait_months: float = 6.0, now_price: float | None = None,
-                  later_price: float | None = None) -> dict:
+                  later_price: float | None = None) -> WaitOrStart:
     """Start a training run now on ``now`` GPUs, or wait ``wait_months`` for ``later`` ones.
 
-    Both runs use the same GPU count and the calibrated MFU bands of their architectures
-    (:func:`compute.training_time`); prices in US dollars per GPU-hour (each defaults to the
-    median on-demand price of the data; a GPU without one needs yours). Returns the finish day
-    (from today) and the cost of each, expected values.
+    Both runs use the same GPU count and the planner's layout on each (:func:`compute.training_time`,
+    expected values); prices in US dollars per GPU-hour (each defaults to the median on-demand
+    price of the data; a GPU without one needs yours); a month is a twelfth of 365.25 days.
     """
     model = as_model(model)
     check_positive("tokens", tokens)
@@ -57,10 +90,8 @@ def wait_or_start(model: "Model | str | float", tokens: float, n_gpus: int, *, n
     with argument("later", later):
         rate_later = _rate(later, later_price, "later_price")
         t_later = compute.training_time(model, tokens, later, n_gpus).expected
-    wait_days = wait_months * 30.44
-    plan = {"start now: finish (days)": t_now / DAY, "wait: finish (days)": wait_days + t_later / DAY,
-            "start now: cost (USD)": t_now / 3600 * n_gpus * rate_now,
-            "wait: cost (USD)": t_later / 3600 * n_gpus * rate_later}
-    check_result(max(plan.values()), tokens=tokens, n_gpus=n_gpus, wait_months=wait_months, now_price=now_price,
-                 later_price=later_price)
-    return plan | {"break-even wait (months)": (t_now - t_later) / DAY / 30.44}
+    plan = WaitOrStart(run_now=t_now, run_later=t_later, wait=wait_months * MONTH,
+                       cost_now=t_now / HOUR * n_gpus * rate_now, cost_later=t_later / HOUR * n_gpus * rate_later)
+    check_result(max(plan.run_now, plan.finish_later, plan.cost_now, plan.cost_later), tokens=tokens, n_gpus=n_gpus,
+                 wait_months=wait_months, now_price=now_price, later_price=later_price)
+    return plan

@@ -17,6 +17,8 @@ KB, MB, GB, TB = 1e3, 1e6, 1e9, 1e12
 KiB, MiB, GiB = 2.0**10, 2.0**20, 2.0**30
 TFLOPS = 1e12  # FLOP/s
 HOUR, DAY = 3600.0, 86400.0
+YEAR = 365.25 * DAY  # a Julian year
+MONTH = YEAR / 12
 
 #: ``DTYPE_BITS``: bits per stored element of every number format with a role
 #: (:func:`formats.storage_bits`: tf32 tensors stay 32-bit in memory; 4-bit formats include their

@@ -599,10 +599,10 @@ def wait_or_start(model: str = "llama-2-70b") -> Panel:
                                     wait_months=wait_months, later_price=later_price or None)
 
     def table(result, **kw):
-        return pd.DataFrame([result])
+        return result.to_frame()
 
     def draw(fig, result, table, model, size_b, config, tokens_b, n_gpus, now, later, later_price, wait_months):
-        plots.wait_curve(plots.subplots(fig), result, wait_months,
+        plots.wait_curve(plots.subplots(fig), result,
                          title=f"{_model(model, size_b, config).display_name}, {tokens_b:,.0f}B tokens, {n_gpus} GPUs: "
                                f"{gpus.get(now).name} now or {gpus.get(later).name} later")
 
