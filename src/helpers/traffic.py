@@ -231,19 +231,19 @@ def plan(model: "Model | str | float", gpu: "GPU | str", *, requests_per_s: floa
     check_positive("max_replicas", max_replicas, integer=True)
     r = replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
     return _sized(r, gpus.get(gpu).name, weight_dtype, tp, requests_per_s, limits(r, ttft_s=ttft_s, tpot_s=tpot_s),
-                 max_replicas)
+                  max_replicas)
 
 
 def _sized(r: Replica, gpu: str, weight_dtype: str, tp: int, requests_per_s: float, caps: dict[str, float],
-          max_replicas: int) -> ServingPlan | None:
+           max_replicas: int) -> ServingPlan | None:
     """:func:`plan` for the replica ``r`` and its :func:`limits` ``caps`` (arguments already checked)."""
     binding = min(caps, key=caps.get)
     per_replica = caps[binding]
     if per_replica <= 0 or requests_per_s / per_replica > max_replicas:
         return None
-    replicas = ceil(requests_per_s / per_replica * (1 - 1e-12))
-    return ServingPlan(gpu=gpu, weight_dtype=weight_dtype, tp=tp, replicas=replicas, per_replica_max=per_replica,
-                       binding=binding, at_load=load(r, requests_per_s / replicas))
+    count = ceil(requests_per_s / per_replica * (1 - 1e-12))
+    return ServingPlan(gpu=gpu, weight_dtype=weight_dtype, tp=tp, replicas=count, per_replica_max=per_replica,
+                       binding=binding, at_load=load(r, requests_per_s / count))
 
 
 @renamed_keywords(n_gpus="tp")
