@@ -47,9 +47,8 @@ def _numbers(result):
                                                                     errors="ignore"):
             yield from result[column].dropna()
     elif isinstance(result, dict):
-        for key, value in result.items():
-            if "break-even" not in key:  # a signed difference of two finish times
-                yield from _numbers(value)
+        for value in result.values():
+            yield from _numbers(value)
     elif isinstance(result, (list, tuple)):
         for value in result:
             yield from _numbers(value)
