@@ -83,11 +83,13 @@ def test_the_planner_finds_the_layouts_the_publications_ran():
 
 def test_whole_runs_against_published_gpu_hours(runs):
     """GPU-hours of whole runs (the published layout where there is one, else the planner's; the goodput
-    band) against the published ones: median |error| within 20 %, bands no wider than 2x; BLOOM, timed on
+    band) against the published ones: median |error| within 15 %, three in four inside their band, bands no
+    wider than 2x; BLOOM, timed on
     its published layout (arXiv:2211.05100), within 5 %; a throughput-derived figure is predicted without
     downtime."""
     whole = runs[runs["end to end"]]
-    assert whole["family"].nunique() >= 6 and whole["time error"].abs().median() <= 0.2
+    assert whole["family"].nunique() >= 6 and whole["time error"].abs().median() <= 0.15
+    assert whole["inside band"].mean() >= 0.75
     assert (whole["band high"] / whole["band low"]).max() <= 2
     bloom = whole[whole["run"] == "BLOOM 176B pre-training"].iloc[0]
     assert bloom["layout"].startswith("TP 4 x PP 12 x DP 8") and abs(bloom["time error"]) <= 0.05
@@ -96,3 +98,19 @@ def test_whole_runs_against_published_gpu_hours(runs):
     assert table.loc["M049", "gpu_hours_basis"] == "throughput"
     plan = planner.plan("tinyllama-1.1b", "A100 40GB", 16, seq_len=2048, tokens=300e9)
     assert tiny["predicted"] == pytest.approx(300e9 / plan.tokens_per_second * 16 / 3600)
+
+
+def test_runs_on_aws_p4d_pay_for_its_400_gbps_per_server():
+    """BloombergGPT (its paper names the servers) and Pythia (its configs read /fsx, Amazon FSx) ran on
+    p4d.24xlarge, 4 x 100 Gb/s EFA for 8 GPUs, a quarter of HGX A100's 8 x 200 Gb/s: on them Pythia 12B's
+    exposed data-parallel time (the weights' gather inside DeepSpeed's step, the gradients' last bucket)
+    is over a tenth of its step, on HGX A100 servers several times less."""
+    rows = _data.table("training_runs").set_index("id", drop=False)
+    assert {calibration.run_network(rows.loc[i]) for i in ("M114", "M119")} == {steptime.server("AWS p4d.24xlarge")}
+    assert calibration.run_network(rows.loc["M113"]) == steptime.network_for("A100 80GB")  # BLOOM: none named
+    pythia = rows.loc["M119"]
+    plan = validation._whole_run_plan(pythia, steptime.default_calibration())
+    p4d = plan.step
+    hgx = steptime.step_time(calibration.run_model(pythia), pythia["gpu"], plan.layout,
+                             network=steptime.network_for(pythia["gpu"]))
+    assert p4d.data_parallel / p4d.total > 0.1 and hgx.data_parallel / hgx.total < p4d.data_parallel / p4d.total / 3

@@ -30,7 +30,7 @@ UNCHECKED = {
     **{f"calibration.{name}": "fits and predicts the package's own data rows (scripts/calibrate.py), not a reader's input"
        for name in ("best_layouts", "candidates", "errors", "fit", "fit_serving", "layout_row", "leave_one_family_out",
                     "megatron_flops_per_token", "predict", "predict_serving", "published_seconds",
-                    "published_throughput", "run_model", "serving_errors", "serving_leave_one_group_out")},
+                    "published_throughput", "run_model", "run_network", "serving_errors", "serving_leave_one_group_out")},
     **{f"units.{name}": "a checker: raising the ValueError is its whole job"
        for name in ("argument", "check_bool", "check_choice", "check_instance", "check_list", "check_positive",
                     "check_range", "check_result")},
@@ -103,6 +103,7 @@ EXAMPLES = {
     "steptime.grad_bytes_default": dict(dtype="bf16"),
     "steptime.max_vpp": dict(n_layers=80, pp=8),
     "steptime.network_for": dict(gpu="A100 80GB"),
+    "steptime.server": dict(name="AWS p4d.24xlarge"),
     "steptime.step_time": dict(model="llama-2-7b", gpu="H100", layout=LAYOUT),
     "traffic.batch_curve": dict(model="llama-3-8b", gpu="H100", tp=1, context_len=2048, weight_dtype="fp8"),
     "traffic.closed_loop": dict(r=REPLICA, concurrency=16, token_budget=4096),

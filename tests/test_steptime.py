@@ -153,6 +153,26 @@ def test_distributed_optimizer_reduce_scatters_gradients_and_gathers_weights_beh
     assert zero1.data_parallel / zero0.data_parallel == pytest.approx(6 / 8, rel=0.01)
 
 
+def test_deepspeed_gathers_the_weights_inside_its_step_on_four_efa_adapters_per_server():
+    """Pythia 12B's layout on AWS p4d (TP 4 x DP 64, ZeRO-1, fp16 gradients): DeepSpeed reduces the gradients
+    during the last backward but gathers the 16-bit weights inside its optimizer step, exposed. Each ring
+    has 2 GPUs per server, which share the server's 4 x 100 Gb/s EFA with the other 3 rings: 2/8 of
+    4 x 12.5 GB/s at EFA's achieved fraction, paced by the 5 us cross-server hop."""
+    pythia = replace(models.dense(11.85e9), n_layers=36, d_model=5120, n_heads=40, n_kv_heads=40, d_ff=4 * 5120)
+    lay = dict(tp=4, dp=64, micro_batch=8, global_batch=1024, seq_len=2048, recompute="full", dtype="fp16")
+    p4d = steptime.server("AWS p4d.24xlarge")
+    assert p4d == Network(8, 4, "efa-100")
+    megatron = step(Layout(**lay), model=pythia, network=p4d)
+    deepspeed = step(Layout(**lay, gather_overlap=False), model=pythia, network=p4d)
+    efa = comm.link("efa-100")
+    bw = 2 * 4 * efa.bandwidth * efa.achieved_fraction / 8
+    gather = comm.LAUNCH_LATENCY + 63 * efa.hop_latency + 63 / 64 * pythia.n_params / 4 * 2 / bw
+    assert gather == pytest.approx(0.79, abs=0.01)  # seconds, on a step of several
+    hidden = max(gather - 1 / 3 * megatron.compute / 2, gather * steptime.BUCKET_BYTES / (pythia.n_params / 4 * 2))
+    assert deepspeed.data_parallel - megatron.data_parallel == pytest.approx(gather - hidden, rel=1e-9)
+    assert deepspeed.compute == megatron.compute and deepspeed.data_parallel_total == megatron.data_parallel_total
+
+
 def test_zero3_gathers_weights_twice_and_reduces_gradients_every_micro_batch():
     """FSDP full shard: all-gather the 16-bit weights forward and backward and reduce-scatter the gradients,
     for every micro-batch (Rajbhandari et al. 2019, Sec. 7: 1.5 x the volume of data parallelism), one
@@ -229,6 +249,8 @@ def test_every_gpu_has_its_servers():
         assert net.gpus_per_server >= 1 and net.nics_per_server >= 1
     assert steptime.network_for("H100") == Network(8, 8, "ib-ndr")
     assert steptime.network_for("L40S").nics_per_server == 2
+    with pytest.raises(ValueError, match="name='p4d'"):
+        steptime.server("p4d")
 
 
 def test_memory_helpers_agree_with_training():

@@ -70,7 +70,7 @@ def published_throughput(row: pd.Series) -> float:
     return float(row["mfu"]) * gpus.get(row["gpu"]).peak_flops(row["dtype"]) / flops_per_token(m, seq_len=s)
 
 
-FLAGS = ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap")
+FLAGS = ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap", "gather_overlap")
 
 
 def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
@@ -95,12 +95,18 @@ def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
 
 def layout_row(row: pd.Series) -> dict:
     """What the step model needs of a row that states its layout: id, run, family, split, GPU,
-    dtype, GPUs, source, model, sequence length, layout candidates and flags."""
+    dtype, GPUs, source, model, sequence length, layout candidates, flags and servers."""
     m = run_model(row)
     return {"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
             "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"]),
             "model": m, "seq_len": int(row["seq_len"]), "candidates": candidates(row, m.n_layers),
-            "flags": {k: bool(row[k]) for k in FLAGS}, "source": row["source"]}
+            "flags": {k: bool(row[k]) for k in FLAGS}, "network": run_network(row), "source": row["source"]}
+
+
+def run_network(row: pd.Series) -> steptime.Network:
+    """The servers a run was trained on: the row's ``server`` (``data/servers.csv``) where the
+    publication names or implies one, else the servers its GPU ships in."""
+    return steptime.server(row["server"]) if isinstance(row["server"], str) else steptime.network_for(row["gpu"])
 
 
 @cache
@@ -118,7 +124,7 @@ def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Lay
     for _, r in rows.iterrows():
         g, m, c = gpus.get(r["GPU"]), r["model"], r["candidates"]
         t = steptime.terms(m, g, **c, seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"],
-                           network=steptime.network_for(g), calibration=calibration)
+                           network=r["network"], calibration=calibration)
         total = sum(t[k] for k in steptime.StepTime.TERMS)
         flags = {k: r["flags"][k] for k in ("flash_attention", "sequence_parallel", "dropout")}
         fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"], **flags) <= g.memory_bytes
@@ -129,7 +135,7 @@ def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Lay
 
 def predict(rows: pd.DataFrame, calibration: Calibration) -> np.ndarray:
     """Predicted tokens/s per GPU of each row under ``calibration``: its best candidate layout on the
-    servers its GPU ships in (:func:`steptime.network_for`)."""
+    row's servers (:func:`run_network`)."""
     return np.array([step.tokens_per_second_per_gpu for _, step in best_layouts(rows, calibration)])
 
 

@@ -81,6 +81,10 @@ class Layout:
     reduces bf16 gradients in fp32, else 2). ``tp_overlap``: whether tensor-parallel collectives are
     pipelined with the matrix products around them (Megatron-Core's ``--tp-comm-overlap``,
     Transformer Engine userbuffers), so that only what the products cannot cover is exposed.
+    ``gather_overlap``: whether ZeRO-1/2's all-gather of the updated 16-bit weights hides behind the
+    next forward pass (Megatron-Core's ``--overlap-param-gather``); DeepSpeed's ZeRO-1/2 optimizer
+    gathers them inside its ``step()``, before the next forward starts (``all_gather_dp_groups`` in
+    ``deepspeed/runtime/zero/stage_1_and_2.py``: "ready for next round forward"), exposed.
     ``dropout``: whether the model trains with dropout (masks to store and stream).
     """
 
@@ -99,6 +103,7 @@ class Layout:
     dropout: bool = False
     overlap: bool = True
     tp_overlap: bool = False
+    gather_overlap: bool = True
     grad_bytes: int | None = None
 
     def __post_init__(self) -> None:
@@ -107,7 +112,7 @@ class Layout:
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
         check_choice("recompute", self.recompute, RECOMPUTE)
         check_dtype(self.dtype, formats.names("training"))
-        for name in ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap"):
+        for name in ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap", "gather_overlap"):
             check_bool(name, getattr(self, name))
         if self.grad_bytes is not None:
             check_choice("grad_bytes", self.grad_bytes, (2, 4))
@@ -160,15 +165,28 @@ class Network:
 
 
 @cache
-def _servers() -> dict[str, Network]:
-    return {name: Network(int(row["gpus_per_server"]), int(row["nics_per_server"]), row["nic"])
-            for _, row in _data.table("servers").iterrows() for name in row["gpus"].split(";")}
+def _servers() -> dict[str, tuple[Network, tuple[str, ...]]]:
+    """Each server of ``data/servers.csv``: its :class:`Network` and the GPUs it is the default for."""
+    return {row["server"]: (Network(int(row["gpus_per_server"]), int(row["nics_per_server"]), row["nic"]),
+                            tuple(row["gpus"].split(";")) if isinstance(row["gpus"], str) else ())
+            for _, row in _data.table("servers").iterrows()}
+
+
+def server(name: str) -> Network:
+    """A server of ``data/servers.csv`` by name (``'HGX A100'``, ``'AWS p4d.24xlarge'``, ...)."""
+    check_choice("name", name, tuple(_servers()))
+    return _servers()[name][0]
 
 
 def network_for(gpu: "GPU | str") -> Network:
     """The servers this GPU ships in (``data/servers.csv``): HGX/DGX-class boards with one
     200-400 Gb/s NIC per GPU, PCIe-card servers with 2 x 200 Gb/s for 8 cards, workstations one NIC."""
-    return _servers()[gpus.get(gpu).name]
+    return _defaults()[gpus.get(gpu).name]
+
+
+@cache
+def _defaults() -> dict[str, Network]:
+    return {name: network for network, names in _servers().values() for name in names}
 
 
 @dataclass(frozen=True)
@@ -331,7 +349,7 @@ def _group_link(fabric: tuple[float, ...], members_inside, n):
 
 def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
           vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
-          tp_overlap=False, grad_bytes=None,
+          tp_overlap=False, gather_overlap=True, grad_bytes=None,
           network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
     """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
 
@@ -342,8 +360,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     network = Network() if network is None else network
     tp, pp, dp, b, gb, s, zero, rc, v = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
                                                                  zero_stage, recompute, vpp))
-    sp, flash, drop, ovl, tp_ovl = (np.asarray(x, dtype=bool) for x in (sequence_parallel, flash_attention, dropout,
-                                                                        overlap, tp_overlap))
+    sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
+        sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
     d, L, V, a = model.d_model, model.n_layers, model.vocab_size, model.n_heads
     bw = gpu.memory_bandwidth
     attn_dtype = "bf16" if dtype == "fp8" else dtype
@@ -420,12 +438,14 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
 
     grads = local_params * gbytes
     # ZeRO-0: all-reduce the gradients behind the last micro-batch's backward. ZeRO-1/2 (distributed
-    # optimizer): reduce-scatter them there, and all-gather the 16-bit weights behind the next forward.
+    # optimizer): reduce-scatter them there, and all-gather the 16-bit weights behind the next forward
+    # (or, where the framework gathers inside the optimizer step, before it: exposed).
     all_reduce = _collective(2 * ring, 2 * (dp - 1), grads, dp_bw, dp_latency)
     scatter = _collective(ring, dp - 1, grads, dp_bw, dp_latency)
     gather = _collective(ring, dp - 1, local_params * 2, dp_bw, dp_latency)
     exposed_sync = np.where(zero == 0, exposed(all_reduce, grads, 2 / 3),
-                            exposed(scatter, grads, 2 / 3) + exposed(gather, local_params * 2, 1 / 3))
+                            exposed(scatter, grads, 2 / 3) +
+                            np.where(gather_ovl, exposed(gather, local_params * 2, 1 / 3), gather))
     gradient_sync = np.where(zero == 0, all_reduce, scatter + gather)
     # ZeRO-3 / FSDP: all-gather the weights forward and backward, reduce-scatter the gradients, per
     # micro-batch and layer (one FSDP unit per block), each paying its own ring latency.

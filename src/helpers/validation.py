@@ -62,7 +62,7 @@ def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
     if pd.isna(row["tp"]):
         batch = None if pd.isna(row["global_batch"]) else float(row["global_batch"]) * s
         return planner.plan(m, row["gpu"], int(row["n_gpus"]), seq_len=s, tokens=float(row["tokens"]),
-                            global_batch_tokens=batch, dtype=row["dtype"])
+                            global_batch_tokens=batch, dtype=row["dtype"], network=calibration.run_network(row))
     stated = pd.DataFrame([calibration.layout_row(row)])
     ((layout, step),) = calibration.best_layouts(stated, cal)
     need, g = planner.layout_bytes(m, layout), gpus.get(row["gpu"])
