@@ -131,3 +131,39 @@ def test_panel_canvas_draws_as_agg_does_and_sees_a_cut_text(rotation):
     label.set_text("in")
     fig.canvas.draw()
     assert not fig.canvas.texts_cut
+
+
+def test_category_axes_drawn_again_are_what_matplotlib_draws():
+    """A category axis of plots.bars is drawn once through matplotlib and then, while its labels,
+    their colours, its limits and its place stay, from the bitmaps that drawing placed: the pixels
+    are a full drawing's, also after the labels' colours, the labels themselves or the axes' place
+    change (each of which draws it anew)."""
+    fig = Figure(figsize=(5, 4), dpi=100)
+    ax = fig.subplots()
+    canvas = plots.Canvas(fig)
+    names = ["H100-SXM5-80GB", "L40S-48GB", "RTX-4090-24GB"]
+
+    def drawn(lengths, labels=names, red=()):
+        plots.empty(ax)
+        plots.bars(ax, labels, lengths)
+        for label in ax.get_yticklabels():
+            label.set_color("#C44E52" if label.get_text() in red else "black")
+        canvas.draw()
+        replayed = np.asarray(canvas.buffer_rgba()).copy()
+        canvas.get_renderer().replays.clear()
+        canvas.draw()
+        return replayed, np.asarray(canvas.buffer_rgba()).copy()
+
+    drawn([1, 2, 3])
+    replays = canvas.get_renderer().replays
+    for case in ([3, 1, 2], ([3, 1, 2], names, {"L40S-48GB"}), ([1, 1, 1], names[::-1]), ([2, 2], names[:2])):
+        lengths, *rest = case if isinstance(case, tuple) else (case,)
+        replayed, full = drawn(lengths, *rest)
+        assert (replayed == full).all()
+        assert list(replays.values())[0][1]  # the recorded texts of the axis (its labels)
+    ax.set_position([0.3, 0.2, 0.6, 0.7])  # another place: recorded anew, still the same pixels
+    canvas.draw()
+    replayed = np.asarray(canvas.buffer_rgba()).copy()
+    replays.clear()
+    canvas.draw()
+    assert (replayed == np.asarray(canvas.buffer_rgba())).all()

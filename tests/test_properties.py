@@ -344,6 +344,15 @@ def test_training_time_grows_with_tokens_and_falls_with_gpus_until_the_network_b
 
 
 @FAST
+@given(model=st.one_of(st.sampled_from(PRESETS), st.floats(1e9, 2e12)), gpu=st.sampled_from(GPUS), k=st.integers(0, 12))
+def test_a_count_planned_with_its_neighbours_is_planned_as_alone(model, gpu, k):
+    """Asked for one of planner.COUNTS, plans() searches them all at once (a slider's next stop is then
+    planned already); the plan is the one of that count searched alone (two copies of it, which are not
+    widened)."""
+    assert planner.plans(model, gpu, (2**k,)) == planner.plans(model, gpu, (2**k, 2**k))[:1]
+
+
+@FAST
 @given(model=st.one_of(st.sampled_from(PRESETS), st.floats(1e9, 2e12)), gpu=st.sampled_from(GPUS), k=st.integers(0, 12),
        seq_len=st.sampled_from([1024, 2048, 4096, 8192]))
 def test_planner_keeps_tensor_parallelism_in_the_nvlink_domain_and_its_layout_fits(model, gpu, k, seq_len):

@@ -35,6 +35,10 @@ from .units import check_dtype, check_instance, check_list, check_positive
 
 #: Sequence length of training when none is given (GPT-3, Llama 1, Megatron-LM 2021).
 DEFAULT_SEQ_LEN = 2048
+#: The GPU counts planned together (the selector's and the panels' counts, 1 to 4,096): asked for one
+#: of them alone, :func:`plans` plans them all, in one vectorised search that costs about twice one
+#: count's, so that the next count asked for (a slider's next stop) is planned already.
+COUNTS = tuple(2**k for k in range(13))
 TP_DEGREES = (1, 2, 4, 8)
 PP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 VPP_DEGREES = (1, 2, 4, 8)
@@ -264,9 +268,11 @@ def plans(model: "Model | str | float", gpu: "GPU | str", counts: tuple[int, ...
     g.peak_flops(dtype)  # a clear error for a dtype the GPU lacks
     target = batch_tokens(m, tokens) if global_batch_tokens is None else global_batch_tokens
     check_positive("global_batch_tokens", target)
-    return list(_plans(m, g, counts, seq_len, dtype, max(1, ceil(target / seq_len)),
-                       steptime.network_for(g) if network is None else network,
-                       steptime.default_calibration() if calibration is None else calibration))
+    grid = COUNTS if len(counts) == 1 and counts[0] in COUNTS else counts  # one count: its neighbours too
+    found = _plans(m, g, grid, seq_len, dtype, max(1, ceil(target / seq_len)),
+                   steptime.network_for(g) if network is None else network,
+                   steptime.default_calibration() if calibration is None else calibration)
+    return [found[grid.index(n)] for n in counts]
 
 
 def plan(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, **kwargs) -> Plan:

@@ -19,6 +19,8 @@ from .memory import COMPONENTS, MemoryBreakdown
 from .trends import WaitOrStart
 from .units import DAY, GB, MONTH, TFLOPS
 
+#: The gid of value labels, which :func:`empty` keeps for :func:`value_labels` to reuse.
+LABEL = "value label"
 COLORS = {"weights": "#4C72B0", "gradients": "#DD8452", "optimizer": "#C44E52",
           "activations": "#55A868", "kv_cache": "#8172B3", "overhead": "#937860"}
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
@@ -52,6 +54,8 @@ class _Renderer(RendererAgg):
         self._bitmaps: dict = {}
         self.layouts: dict = {}
         self.cut = False
+        self.recording: list | None = None  # the texts placed while an axis draws (:func:`_replayed`)
+        self.replays: dict = {}
 
     def clear(self) -> None:
         super().clear()
@@ -105,6 +109,10 @@ class _Renderer(RendererAgg):
         rad = np.radians(angle)
         x, y = round(x + descent * np.sin(rad)), round(y + descent * np.cos(rad))
         self._renderer.draw_text_image(image, x, y + 1, angle, gc)
+        if self.recording is not None:
+            kept = self.new_gc()
+            kept.copy_properties(gc)
+            self.recording.append((image, x, y + 1, angle, kept))
         if ink is not None:
             turn = np.array([[np.cos(rad), np.sin(rad)], [-np.sin(rad), np.cos(rad)]])  # by -angle, y pointing down
             xs, ys = turn @ ink + [[x], [y + 1]]
@@ -138,6 +146,40 @@ def _layouts_kept(renderer: _Renderer) -> Iterator[None]:
         Text._get_layout = plain
 
 
+def _replayed(axis, renderer: _Renderer):
+    """How a category axis of :func:`bars` draws on ``renderer``: as matplotlib does, noting the
+    text bitmaps it places, or, when its labels, their colours and fonts, its limits, its tick
+    settings and the axes' place are what they were then, by placing those bitmaps again. With no
+    tick marks and no grid along the categories (as :func:`bars` sets them), the texts are all
+    such an axis draws; the dozens of GPU names of a catalog chart cost a live panel about 15 ms a
+    redraw through matplotlib's tick machinery."""
+    labels = axis.get_major_formatter().seq
+    key = (axis.axes.get_position().bounds, tuple(axis.get_view_interval()), tuple(labels), axis.get_visible(),
+           axis.label.get_text(), repr(sorted(axis._major_tick_kw.items())), len(axis.majorTicks),
+           tuple((t.label1.get_text(), t.label1.get_color(), hash(t.label1.get_fontproperties()),
+                  t.label1.get_rotation(), t.label1.get_visible()) for t in axis.majorTicks))
+    kept = renderer.replays.get(id(axis))
+    if kept is not None and kept[0] == key:
+        def replay(on) -> None:
+            if on is not renderer:
+                return type(axis).draw(axis, on)
+            for image, x, y, angle, gc in kept[1]:
+                renderer._renderer.draw_text_image(image, x, y, angle, gc)
+            axis.stale = False
+        return replay
+
+    def record(on) -> None:
+        if on is not renderer:
+            return type(axis).draw(axis, on)
+        renderer.recording = []
+        try:
+            type(axis).draw(axis, on)
+            renderer.replays[id(axis)] = key, renderer.recording
+        finally:
+            renderer.recording = None
+    return record
+
+
 def _ink(image: np.ndarray) -> np.ndarray | None:
     """Corners (x row, y row; y from the bitmap's bottom edge, pointing down) of the box around a
     text bitmap's inked pixels, None for a blank one."""
@@ -161,10 +203,19 @@ class Canvas(FigureCanvasAgg):
 
     def draw(self) -> None:
         """Agg's drawing, each text laid out once per string, font, angle and alignment
-        (:func:`_layouts_kept`): matplotlib lays out every tick label up to three times a drawing."""
+        (:func:`_layouts_kept`): matplotlib lays out every tick label up to three times a drawing;
+        the category axes of :func:`bars` drawn as they were last time where nothing about them
+        changed (:func:`_replayed`)."""
         renderer = self.get_renderer()
-        with _layouts_kept(renderer):
-            super().draw()
+        categories = [axis for ax in self.figure.axes for axis in (ax.xaxis, ax.yaxis) if getattr(axis, "categories", False)]
+        for axis in categories:
+            axis.draw = _replayed(axis, renderer)
+        try:
+            with _layouts_kept(renderer):
+                super().draw()
+        finally:
+            for axis in categories:
+                del axis.draw
 
     @property
     def texts_cut(self) -> bool:
@@ -193,9 +244,13 @@ def subplots(fig: Figure, nrows: int = 1, ncols: int = 1, **grid) -> "Axes | np.
 def empty(ax: Axes) -> None:
     """Remove what was drawn on ``ax`` (artists, containers, legend) and reset what a drawing sets
     (scales, limits, inversion, colour cycle, titles, axis labels) to a fresh axes' defaults; keep
-    the axes, its ticks and the tick styles the drawing sets again anyway."""
+    the axes, its ticks and the tick styles the drawing sets again anyway. Value labels
+    (:func:`value_labels`) are hidden, for the next drawing to reuse."""
     for artist in (*ax.artists, *ax.collections, *ax.images, *ax.lines, *ax.patches, *ax.tables, *ax.texts):
-        artist.remove()
+        if artist.get_gid() == LABEL:
+            artist.set_visible(False)
+        else:
+            artist.remove()
     ax.containers.clear()
     if ax.legend_ is not None:
         ax.legend_.remove()
@@ -332,9 +387,8 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
     bars(ax, list(table["GPU"]), tokens, colors="#4C72B0")
     ax.set_xlabel("longest context that fits (thousand tokens per sequence)")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:,.0f}k")
-    for y, t in enumerate(tokens):
-        ax.text(t, y, " weights do not fit" if t == 0 else f" {t:,}", va="center", fontsize=7,
-                color="#C44E52" if t == 0 else "0.2")
+    value_labels(ax, tokens, range(len(tokens)), [" weights do not fit" if t == 0 else f" {t:,}" for t in tokens],
+           ["#C44E52" if t == 0 else "0.2" for t in tokens], va="center", fontsize=7)
     if trained_context:
         ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2,
                    label=f"context the model was trained for ({trained_context:,})")
@@ -411,11 +465,29 @@ def bars(ax: Axes, labels: Sequence[str], lengths: Sequence[float], *, base: Seq
     params = categories.get_tick_params()
     if params.get("gridOn", True) or params.get("length") != 0:
         categories.set_tick_params(gridOn=False, length=0)
+    categories.categories = True  # drawn as last time where nothing changed (:func:`_replayed`)
     if not values.get_tick_params().get("gridOn", False):
         values.set_tick_params(gridOn=True)
     if (ax.get_yscale() if vertical else ax.get_xscale()) == "linear":  # a log axis: the caller sets its limits
         ax.autoscale_view(scalex=not vertical, scaley=vertical)
     return at
+
+
+def value_labels(ax: Axes, xs: Sequence[float], ys: Sequence[float], texts: Sequence[str], colors: Sequence, **style) -> None:
+    """A text at each (x, y), in its colour, all with ``style`` (keywords of ``ax.text``): value
+    labels beside bars. The labels an earlier drawing on ``ax`` left (hidden by :func:`empty`) are
+    set anew rather than made again, which costs a live panel's catalog chart a few milliseconds."""
+    style = {"transform": ax.transData} | style
+    key = repr(sorted((k, v) for k, v in style.items() if k != "transform"))  # what a reused label must share
+    spare = iter([t for t in ax.texts if t.get_gid() == LABEL and not t.get_visible() and t.style == key])
+    for x, y, text, color in zip(xs, ys, texts, colors):
+        label = next(spare, None)
+        if label is None:
+            label = ax.text(x, y, text, color=color, gid=LABEL, **style)
+            label.style = key
+        else:
+            label.update({"position": (x, y), "text": text, "color": color, "visible": True,
+                          "transform": style["transform"]})
 
 
 def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None = None, excluded: set[str] = frozenset(),
@@ -436,9 +508,8 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
     ax.plot(np.concatenate([low, high]), np.concatenate([y, y]), linestyle="none", marker="|", markersize=4,
             color="k", markeredgewidth=1)
     beside = mpl.transforms.offset_copy(ax.transData, fig=ax.figure, x=4, units="points")
-    for yy, value, right, misfit_ in zip(y, expected, high, misfit):
-        ax.text(right, yy, f"{value:,.3g}{' does not fit' if misfit_ else ''}", va="center", fontsize=7,
-                color="#C44E52" if misfit_ else "0.2", transform=beside)
+    value_labels(ax, high, y, [f"{value:,.3g}{' does not fit' if out else ''}" for value, out in zip(expected, misfit)],
+           ["#C44E52" if out else "0.2" for out in misfit], va="center", fontsize=7, transform=beside)
     if log:
         ax.set_xlim(low[low > 0].min(initial=expected[expected > 0].min()) / 1.5, high.max() * 3)
     else:  # (nothing but zeros and denormals still gets an axis)
@@ -572,10 +643,9 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     values = table["cost_usd"].fillna(0)
     colors = [BINDING_COLORS[b] for b in table["binding"]]
     bars(ax, list(table["gpu"]), values, colors=colors)
-    for y, (_, row) in enumerate(table.iterrows()):
-        price = "" if row["cost_usd"] == row["cost_usd"] else "no dated price, "
-        ax.text(values.iloc[y], y, f" {price}{row['n_gpus']} GPU{'s' if row['n_gpus'] > 1 else ''}, {row['binding']}",
-                va="center", fontsize=7)
+    texts = [f" {'' if cost == cost else 'no dated price, '}{n} GPU{'s' if n > 1 else ''}, {binding}"
+             for cost, n, binding in zip(table["cost_usd"], table["n_gpus"], table["binding"])]
+    value_labels(ax, values, range(len(values)), texts, ["black"] * len(texts), va="center", fontsize=7)
     ax.set_xlabel("US dollars per million tokens" if serve else "US dollars on demand")
     ax.set_xlim(0, values.max() * 1.6 or 1)
     if not serve:  # a run costs millions: $12.5M reads better than an offset "1e7"

@@ -26,7 +26,7 @@ from .models import Model
 from .units import DAY, check_positive, check_result
 
 TASKS = ("pretrain", "finetune", "lora", "qlora", "serve")
-COUNTS = tuple(2**k for k in range(13))
+COUNTS = planner.COUNTS
 #: LoRA skips the weight gradients of the frozen base: about 4 instead of 6 FLOPs per parameter per token
 #: (forward, and backward through the activations only; Hu et al. 2021, arXiv:2106.09685, Sec. 4.2).
 ADAPTER_FLOPS_FACTOR = 4 / 6

@@ -441,7 +441,7 @@ def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
     return Panel("Data-parallel scaling", controls, result, draw, table, figsize=(9, 3.8))
 
 
-PLAN_COUNTS = tuple(2**k for k in range(13))
+PLAN_COUNTS = planner.COUNTS
 
 
 @_registered
