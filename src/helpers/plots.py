@@ -54,8 +54,27 @@ class _Renderer(RendererAgg):
         self._bitmaps: dict = {}
         self.layouts: dict = {}
         self.cut = False
-        self.recording: list | None = None  # the texts placed while an axis draws (:func:`_replayed`)
+        self.recording: list | None = None  # what an axis draws, while it draws (:func:`_replayed`)
         self.replays: dict = {}
+        self._markers = self.__dict__.pop("draw_markers")  # Agg's own (a C++ method), recorded by ours
+
+    def draw_path(self, gc, path, transform, rgbFace=None):
+        """As Agg's, noted while an axis records its drawing (:func:`_replayed`)."""
+        super().draw_path(gc, path, transform, rgbFace)
+        if self.recording is not None:
+            self.recording.append((RendererAgg.draw_path, (self, self._kept(gc), path, transform, rgbFace)))
+
+    def draw_markers(self, gc, marker_path, marker_trans, path, trans, rgbFace=None):
+        """As Agg's, noted while an axis records its drawing (:func:`_replayed`)."""
+        self._markers(gc, marker_path, marker_trans, path, trans, rgbFace)
+        if self.recording is not None:
+            self.recording.append((self._markers, (self._kept(gc), marker_path, marker_trans, path, trans, rgbFace)))
+
+    def _kept(self, gc):
+        """A copy of ``gc``, for drawing the same way later."""
+        kept = self.new_gc()
+        kept.copy_properties(gc)
+        return kept
 
     def clear(self) -> None:
         super().clear()
@@ -110,9 +129,7 @@ class _Renderer(RendererAgg):
         x, y = round(x + descent * np.sin(rad)), round(y + descent * np.cos(rad))
         self._renderer.draw_text_image(image, x, y + 1, angle, gc)
         if self.recording is not None:
-            kept = self.new_gc()
-            kept.copy_properties(gc)
-            self.recording.append((image, x, y + 1, angle, kept))
+            self.recording.append((self._renderer.draw_text_image, (image, x, y + 1, angle, self._kept(gc))))
         if ink is not None:
             turn = np.array([[np.cos(rad), np.sin(rad)], [-np.sin(rad), np.cos(rad)]])  # by -angle, y pointing down
             xs, ys = turn @ ink + [[x], [y + 1]]
@@ -147,24 +164,26 @@ def _layouts_kept(renderer: _Renderer) -> Iterator[None]:
 
 
 def _replayed(axis, renderer: _Renderer):
-    """How a category axis of :func:`bars` draws on ``renderer``: as matplotlib does, noting the
-    text bitmaps it places, or, when its labels, their colours and fonts, its limits, its tick
-    settings and the axes' place are what they were then, by placing those bitmaps again. With no
-    tick marks and no grid along the categories (as :func:`bars` sets them), the texts are all
-    such an axis draws; the dozens of GPU names of a catalog chart cost a live panel about 15 ms a
-    redraw through matplotlib's tick machinery."""
-    labels = axis.get_major_formatter().seq
-    key = (axis.axes.get_position().bounds, tuple(axis.get_view_interval()), tuple(labels), axis.get_visible(),
-           axis.label.get_text(), repr(sorted(axis._major_tick_kw.items())), len(axis.majorTicks),
-           tuple((t.label1.get_text(), t.label1.get_color(), hash(t.label1.get_fontproperties()),
-                  t.label1.get_rotation(), t.label1.get_visible()) for t in axis.majorTicks))
+    """How an axis draws on ``renderer``: as matplotlib does, noting what it draws (tick marks, grid
+    lines, tick labels, its label), or, when nothing that decides its drawing changed since (the
+    axes' place, the scale, limits, ticks and their labels, colours and fonts, the tick settings,
+    the label), by drawing the same again. Matplotlib's tick machinery costs a live panel more than
+    anything else it draws, and most moves leave most axes as they were."""
+    locs = axis.get_majorticklocs()
+    formatter = axis.get_major_formatter()
+    key = (axis.axes.get_position().bounds, axis.get_scale(), tuple(axis.get_view_interval()), tuple(locs),
+           tuple(formatter.format_ticks(locs)), formatter.get_offset(), tuple(axis.get_minorticklocs()),
+           axis.get_visible(), axis.label.get_text(), axis.label.get_color(), hash(axis.label.get_fontproperties()),
+           repr(sorted(axis._major_tick_kw.items())), repr(sorted(axis._minor_tick_kw.items())),
+           tuple((t.label1.get_color(), hash(t.label1.get_fontproperties()), t.label1.get_rotation(),
+                  t.label1.get_visible()) for t in axis.majorTicks))
     kept = renderer.replays.get(id(axis))
     if kept is not None and kept[0] == key:
         def replay(on) -> None:
             if on is not renderer:
                 return type(axis).draw(axis, on)
-            for image, x, y, angle, gc in kept[1]:
-                renderer._renderer.draw_text_image(image, x, y, angle, gc)
+            for draw, args in kept[1]:
+                draw(*args)
             axis.stale = False
         return replay
 
@@ -204,17 +223,16 @@ class Canvas(FigureCanvasAgg):
     def draw(self) -> None:
         """Agg's drawing, each text laid out once per string, font, angle and alignment
         (:func:`_layouts_kept`): matplotlib lays out every tick label up to three times a drawing;
-        the category axes of :func:`bars` drawn as they were last time where nothing about them
-        changed (:func:`_replayed`)."""
+        each axis drawn as it was last time where nothing about it changed (:func:`_replayed`)."""
         renderer = self.get_renderer()
-        categories = [axis for ax in self.figure.axes for axis in (ax.xaxis, ax.yaxis) if getattr(axis, "categories", False)]
-        for axis in categories:
+        axes = [axis for ax in self.figure.axes for axis in (ax.xaxis, ax.yaxis)]
+        for axis in axes:
             axis.draw = _replayed(axis, renderer)
         try:
             with _layouts_kept(renderer):
                 super().draw()
         finally:
-            for axis in categories:
+            for axis in axes:
                 del axis.draw
 
     @property
@@ -465,7 +483,6 @@ def bars(ax: Axes, labels: Sequence[str], lengths: Sequence[float], *, base: Seq
     params = categories.get_tick_params()
     if params.get("gridOn", True) or params.get("length") != 0:
         categories.set_tick_params(gridOn=False, length=0)
-    categories.categories = True  # drawn as last time where nothing changed (:func:`_replayed`)
     if not values.get_tick_params().get("gridOn", False):
         values.set_tick_params(gridOn=True)
     if (ax.get_yscale() if vertical else ax.get_xscale()) == "linear":  # a log axis: the caller sets its limits
