@@ -98,12 +98,16 @@ def panels() -> list[str]:
              "one collection per style (`plots.bars`), the first layout is reused until a drawn text would leave the "
              "figure, the canvas keeps each string's bitmap (set once, when the string is first measured) and its "
              "layout (matplotlib lays each tick label out up to three times a drawing) and checks each text's ink "
-             "while drawing (`plots.Canvas`), and the PNG (RGB: the figures are opaque) is encoded from the canvas "
-             "without a second drawing. As in every chapter's setup cell, what the imports built is frozen out of "
-             "the garbage collector's scans (`gc.freeze()`), which otherwise stall a move now and then by about "
-             "0.1 s. What remains is mostly matplotlib's own per-artist cost (ticks, tick labels and value labels of "
-             "40-GPU charts), the PNG's zlib pass (about 12 ms) and the pandas Styler table; the slowest moves are "
-             "the first ones, whose labels and plans are new.", "",
+             "while drawing (`plots.Canvas`), each axis whose place, limits, ticks, labels and their colours did not "
+             "change is drawn again from what its last drawing drew (`plots._replayed`: its tick marks, grid lines "
+             "and texts, the same pixels, tested panel by panel), value labels are reused (`plots.value_labels`), "
+             "and the PNG (RGB: the figures are opaque) is encoded from the canvas without a second drawing. A "
+             "training plan for one GPU count plans the panels' other counts in the same vectorised search "
+             "(`planner.COUNTS`), so the next slider stop is planned already. As in every chapter's setup cell, "
+             "what the imports built is frozen out of the garbage collector's scans (`gc.freeze()`), which "
+             "otherwise stall a move now and then by about 0.1 s. What remains is mostly the artists that change "
+             "(bars, value labels of 33-GPU charts, legends), the PNG's zlib pass (about 12 ms) and the pandas "
+             "Styler table; the slowest moves are the first ones, whose labels are new strings.", "",
              "| panel | redraw median | redraw p95 | computation median | computation p95 | moves |",
              "| --- | --- | --- | --- | --- | --- |"]
     for name, factory in widgets.panels().items():
