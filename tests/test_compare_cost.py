@@ -41,6 +41,24 @@ def test_training_table_covers_gpus_with_the_dtype_and_flags_fit():
     assert not compare.training_table("llama-3.1-405b", 1e12, 8).set_index("GPU").loc["H100-SXM5-80GB", "fits"]
 
 
+def test_training_estimates_are_typed_in_seconds_and_bytes_and_the_table_shows_them_in_days_and_gb():
+    from helpers import planner
+    estimates = compare.training_estimates("llama-2-70b", 2e12, 512)
+    h100 = next(e for e in estimates if e.gpu == "H100-SXM5-80GB")
+    plan = planner.plan("llama-2-70b", "H100", 512, tokens=2e12)
+    assert h100.time == compute.training_time("llama-2-70b", 2e12, "H100", 512) and h100.layout == plan.layout
+    assert h100.memory_per_gpu == plan.memory_per_gpu and h100.n_gpus == 512  # bytes, not GB
+    row = compare.training_table("llama-2-70b", 2e12, 512).set_index("GPU").loc["H100-SXM5-80GB"]
+    assert row["days"] == pytest.approx(h100.time.expected / 86400)
+    assert row["GPU-hours"] == pytest.approx(h100.time.expected * 512 / 3600)
+    assert row["memory per GPU (GB)"] == pytest.approx(h100.memory_per_gpu / 1e9)
+    assert row["layout"] == plan.layout.describe() and [e.gpu for e in estimates] == list(
+        compare.training_table("llama-2-70b", 2e12, 512)["GPU"])
+    served = compare.serving_estimates("llama-2-7b", batch_size=4)
+    assert list(served) == gpus.names() and served["H100-SXM5-80GB"] == compare.serving_estimate(
+        "llama-2-7b", "H100", batch_size=4)
+
+
 def test_serving_estimate_and_table():
     e = compare.serving_estimate("llama-2-7b", "A100 80GB", batch_size=4, context_len=1024)
     assert e.time_per_token.expected == pytest.approx(4 / e.tokens_per_s.expected)

@@ -154,9 +154,10 @@ def test_training_vs_inference_panel():
 def test_training_time_panel():
     from helpers import compute, gpus
     panel = widgets.training_time()
-    assert panel.result == compute.training_time("llama-2-7b", 1e12, "H100", 64)
+    chosen = panel.result["H100-SXM5-80GB"]  # typed, in seconds; the table shows days
+    assert chosen.time == compute.training_time("llama-2-7b", 1e12, "H100", 64) and chosen.n_gpus == 64
     row = panel.table.set_index("GPU").loc["H100-SXM5-80GB"]
-    assert row["days"] == pytest.approx(panel.result.expected / 86400)
+    assert row["days"] == pytest.approx(chosen.time.expected / 86400)
     assert "V100-SXM2-32GB" not in set(panel.table["GPU"])  # no bf16
     panel.set(model="llama-3.1-405b", n_gpus=8)
     assert not panel.table.set_index("GPU").loc["H100-SXM5-80GB", "fits"]
@@ -168,13 +169,14 @@ def test_training_time_panel():
 def test_serving_panel():
     from helpers import compare
     panel = widgets.serving()
-    assert panel.result.bound == "memory"
-    assert panel.result.tokens_per_s == compare.serving_estimate("llama-3-8b", "H100").tokens_per_s
+    h100 = "H100-SXM5-80GB"
+    assert panel.result[h100].bound == "memory" and list(panel.result) == list(panel.table["GPU"])
+    assert panel.result[h100].tokens_per_s == compare.serving_estimate("llama-3-8b", "H100").tokens_per_s
     panel.controls["batch_size"].max = 1024
     panel.set(batch_size=1024, context_len=256)  # Llama 3 8B at 1024 x 256 tokens passes the H100 ridge point
-    assert panel.result.bound == "compute"
+    assert panel.result[h100].bound == "compute"
     panel.set(model="llama-2-70b", batch_size=1)
-    assert not panel.result.fits and "H100-SXM5-80GB" in set(panel.table.loc[~panel.table["fits"], "GPU"])
+    assert not panel.result[h100].fits and h100 in set(panel.table.loc[~panel.table["fits"], "GPU"])
     panel.set(model="gpt2-xl", tp=2)
     assert panel.result is None and "must divide" in panel.message
 

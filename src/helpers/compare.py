@@ -7,30 +7,59 @@ import pandas as pd
 from . import compute, formats, gpus, memory, planner, roofline
 from .estimate import Estimate
 from .models import Model
+from .steptime import Layout
 from .units import DAY, HOUR, check_dtype, check_positive, renamed_keywords
 
 
-def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, dtype: str = "bf16",
-                   seq_len: int = 2048) -> pd.DataFrame:
-    """Days (band) and GPU-hours to train on ``tokens`` tokens with ``n_gpus`` of each GPU that has
-    ``dtype``, on the planner's best layout (:func:`planner.plan`), with its memory per GPU, whether it
-    fits and its scaling efficiency. GPUs whose layouts cannot use that many at the model's batch are left out."""
+@dataclass(frozen=True)
+class TrainingEstimate:
+    """One GPU's training run in SI units: ``n_gpus`` of ``gpu`` on the planner's best ``layout``, the
+    wall-clock seconds (an :class:`Estimate` with the goodput band, :func:`compute.run_time`), memory
+    per GPU in bytes, whether it fits, and the layout's scaling efficiency."""
+
+    gpu: str
+    n_gpus: int
+    time: Estimate
+    layout: Layout
+    memory_per_gpu: float
+    fits: bool
+    scaling_efficiency: float
+
+    def row(self) -> dict:
+        """The estimate for display: GPU, days (low, expected, high), GPU-hours, layout, memory per
+        GPU (decimal GB), fits and scaling efficiency."""
+        t = self.time
+        return {"GPU": self.gpu, "days low": t.low / DAY, "days": t.expected / DAY, "days high": t.high / DAY,
+                "GPU-hours": t.expected * self.n_gpus / HOUR, "layout": self.layout.describe(),
+                "memory per GPU (GB)": self.memory_per_gpu / 1e9, "fits": self.fits,
+                "scaling efficiency": self.scaling_efficiency}
+
+
+def training_estimates(model: "Model | str | float", tokens: float, n_gpus: int, *, dtype: str = "bf16",
+                       seq_len: int = 2048) -> tuple[TrainingEstimate, ...]:
+    """Training on ``tokens`` tokens with ``n_gpus`` of each GPU that has ``dtype``, on the planner's
+    best layout (:func:`planner.plan`), GPU by GPU in catalog order. GPUs whose layouts cannot use that
+    many at the model's batch are left out."""
     m = memory.as_model(model)
     check_positive("n_gpus", n_gpus, integer=True)
     check_dtype(dtype, formats.names("training"))
-    rows = []
+    out = []
     for g in map(gpus.get, gpus.names()):
         if not g.supports(dtype):
             continue
         (plan,) = planner.plans(m, g, (n_gpus,), seq_len=seq_len, tokens=tokens, dtype=dtype)
-        if plan is None:
-            continue
-        t = compute.run_time(plan, tokens)
-        rows.append({"GPU": g.name, "days low": t.low / DAY, "days": t.expected / DAY, "days high": t.high / DAY,
-                     "GPU-hours": t.expected * n_gpus / HOUR, "layout": plan.layout.describe(),
-                     "memory per GPU (GB)": plan.memory_per_gpu / 1e9, "fits": plan.fits,
-                     "scaling efficiency": plan.scaling_efficiency})
-    return pd.DataFrame(rows)
+        if plan is not None:
+            out.append(TrainingEstimate(gpu=g.name, n_gpus=n_gpus, time=compute.run_time(plan, tokens),
+                                        layout=plan.layout, memory_per_gpu=plan.memory_per_gpu, fits=plan.fits,
+                                        scaling_efficiency=plan.scaling_efficiency))
+    return tuple(out)
+
+
+def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, dtype: str = "bf16",
+                   seq_len: int = 2048) -> pd.DataFrame:
+    """:func:`training_estimates` as a table, one :meth:`TrainingEstimate.row` per GPU: days (band) and
+    GPU-hours, layout, memory per GPU, whether it fits and the scaling efficiency."""
+    return pd.DataFrame([e.row() for e in training_estimates(model, tokens, n_gpus, dtype=dtype, seq_len=seq_len)])
 
 
 @dataclass(frozen=True)
@@ -78,13 +107,19 @@ def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp:
                            memory_per_gpu=need.total, fits=memory.fits(need, g))
 
 
+def serving_estimates(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
+                      context_len: int = 2048) -> dict[str, ServingEstimate]:
+    """:func:`serving_estimate` for every GPU of the catalog, by name, in catalog order."""
+    return {name: serving_estimate(model, name, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size,
+                                   context_len=context_len) for name in gpus.names()}
+
+
 @renamed_keywords(n_gpus="tp")
 def serving_table(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
                   context_len: int = 2048) -> pd.DataFrame:
-    """:func:`serving_estimate` for every GPU of the catalog, one :meth:`ServingEstimate.row` each."""
-    return pd.DataFrame([{"GPU": name, **serving_estimate(model, name, tp=tp, weight_dtype=weight_dtype,
-                                                          batch_size=batch_size, context_len=context_len).row()}
-                         for name in gpus.names()])
+    """:func:`serving_estimates` as a table, one :meth:`ServingEstimate.row` per GPU."""
+    return pd.DataFrame([{"GPU": name, **e.row()} for name, e in serving_estimates(
+        model, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size, context_len=context_len).items()])
 
 
 def band(row: pd.Series, prefix: str) -> Estimate:

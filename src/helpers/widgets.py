@@ -20,6 +20,8 @@ from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 from . import book, comm, compare, compute, cost, engine, gpus, memory, models, planner, plots, roofline, scaling, select, trends
+from .estimate import Estimate
+from .units import DAY
 
 CUSTOM = "custom"
 CONFIG = "config"
@@ -351,11 +353,10 @@ def training_vs_inference(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB"
 TRAIN_COUNTS = tuple(2**k for k in range(15))
 
 
-def _catalog_bars(fig: Figure, table: pd.DataFrame, column: str, gpu: str, xlabel: str, title: str) -> None:
-    """One band bar per GPU of a ``compare`` table, the chosen GPU highlighted, misfits hatched."""
-    plots.band_bars(plots.subplots(fig), list(table["GPU"]), [compare.band(row, column) for _, row in table.iterrows()],
-                    highlight=gpus.get(gpu).name, excluded=set(table.loc[~table["fits"], "GPU"]), xlabel=xlabel,
-                    log=True, title=title)
+def _catalog_bars(fig: Figure, bands: dict[str, Estimate], misfits: set[str], gpu: str, xlabel: str, title: str) -> None:
+    """One band bar per GPU (name -> band), the chosen GPU highlighted, ``misfits`` hatched."""
+    plots.band_bars(plots.subplots(fig), list(bands), list(bands.values()), highlight=gpus.get(gpu).name,
+                    excluded=misfits, xlabel=xlabel, log=True, title=title)
 
 
 @_registered
@@ -369,18 +370,23 @@ def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
     }
 
     def result(model, size_b, config, tokens_b, gpu, n_gpus, dtype):
-        return compute.training_time(_model(model, size_b, config), tokens_b * 1e9, gpu, n_gpus, dtype=dtype)
+        m = _model(model, size_b, config)
+        estimates = {e.gpu: e for e in compare.training_estimates(m, tokens_b * 1e9, n_gpus, dtype=dtype)}
+        if gpus.get(gpu).name not in estimates:  # the GPU lacks the format, or no layout uses that many
+            compute.training_time(m, tokens_b * 1e9, gpu, n_gpus, dtype=dtype)  # raises the reason
+        return estimates
 
-    def table(result, model, size_b, config, tokens_b, gpu, n_gpus, dtype):
-        return compare.training_table(_model(model, size_b, config), tokens_b * 1e9, n_gpus, dtype=dtype)
+    def table(result, **kw):
+        return pd.DataFrame([e.row() for e in result.values()])
 
     def draw(fig, result, table, model, size_b, config, tokens_b, gpu, n_gpus, dtype):
-        label = _model(model, size_b, config).display_name
-        chosen = table.set_index("GPU").loc[gpus.get(gpu).name]
-        _catalog_bars(fig, table, "days", gpu, "days (expected, with low-high band)",
-                      f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} GPUs of each kind, {dtype}\n{gpus.get(gpu).name}: "
-                      f"{chosen['days low']:,.1f}-{chosen['days high']:,.1f} days on {chosen['layout'].split(', ')[0]}"
-                      f"{'' if chosen['fits'] else ' (does not fit)'}")
+        label, chosen = _model(model, size_b, config).display_name, result[gpus.get(gpu).name]
+        days = chosen.time.map(lambda t: t / DAY)
+        _catalog_bars(fig, {name: e.time.map(lambda t: t / DAY) for name, e in result.items()},
+                      {name for name, e in result.items() if not e.fits}, gpu, "days (expected, with low-high band)",
+                      f"{label} on {tokens_b:,.0f}B tokens, {n_gpus} GPUs of each kind, {dtype}\n{chosen.gpu}: "
+                      f"{days.low:,.1f}-{days.high:,.1f} days on {chosen.layout.describe().split(', ')[0]}"
+                      f"{'' if chosen.fits else ' (does not fit)'}")
 
     return Panel("Training time", controls, result, draw, table, figsize=(8, 6))
 
@@ -397,16 +403,18 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     }
 
     def result(model, size_b, config, gpu, **kw):
-        return compare.serving_estimate(_model(model, size_b, config), gpu, **kw)
+        return compare.serving_estimates(_model(model, size_b, config), **kw)
 
-    def table(result, model, size_b, config, gpu, **kw):
-        return compare.serving_table(_model(model, size_b, config), **kw)
+    def table(result, **kw):
+        return pd.DataFrame([{"GPU": name, **e.row()} for name, e in result.items()])
 
     def draw(fig, result, table, model, size_b, config, gpu, tp, weight_dtype, batch_size, context_len):
-        label, tps = _model(model, size_b, config).display_name, result.tokens_per_s
-        _catalog_bars(fig, table, "tokens/s", gpu, "generated tokens/s, all sequences",
+        label, chosen = _model(model, size_b, config).display_name, result[gpus.get(gpu).name]
+        tps = chosen.tokens_per_s
+        _catalog_bars(fig, {name: e.tokens_per_s for name, e in result.items()},
+                      {name for name, e in result.items() if not e.fits}, gpu, "generated tokens/s, all sequences",
                       f"{label}, {weight_dtype} weights, {tp} GPU(s) each, batch {batch_size} x {context_len:,} tokens\n"
-                      f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {result.bound}-bound")
+                      f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {chosen.bound}-bound")
 
     return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
 
