@@ -71,3 +71,10 @@ def test_tables_of_many_columns_are_marked_for_smaller_type():
     wide = pd.DataFrame({c: [1.0] for c in "abcdefgh"[:book.WIDE_COLUMNS]})
     assert 'class="book-wide"' not in book.table(narrow).data
     assert 'class="book-wide"' in book.table(wide).data
+
+
+def test_a_figure_that_rounds_to_zero_has_no_minus_sign():
+    frame = pd.DataFrame({"error": [-0.0002, -0.03, 0.0004], "GB": [-0.001, 2.5, 1.0]})
+    html = book.table(frame, formats={"error": "{:+.0%}", "GB": "{:,.1f}"}).data
+    cells = re.findall(r"<td[^>]*>([^<]*)</td>", html)
+    assert cells == ["+0%", "0.0", "-3%", "2.5", "+0%", "1.0"]

@@ -89,6 +89,17 @@ def glue_out_of_sample() -> pd.DataFrame:
 WIDE_COLUMNS = 6
 
 
+def _no_negative_zero(spec: str):
+    """``spec.format`` (a format string), except that a value that rounds to zero is not printed
+    with a minus sign ("-0%" for -0.0002 becomes "+0%" under "{:+.0%}", "0%" under "{:.0%}")."""
+    def shown(value) -> str:
+        text = spec.format(value)
+        if text.startswith("-") and not any(d in text for d in "123456789"):
+            return ("+" if "+" in spec else "") + text[1:]
+        return text
+    return shown
+
+
 def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption: str = "",
           highlight: list[bool] | None = None, rows: int | None = None, columns: list[str] | None = None) -> HTML:
     """A DataFrame styled for the book (pandas Styler: no index, number formats, a caption, rows
@@ -109,8 +120,9 @@ def table(frame: pd.DataFrame, *, formats: dict[str, str] | None = None, caption
     defaults = {c: _yes_no if frame[c].dtype == bool else _number if pd.api.types.is_float_dtype(frame[c]) else _code
                 for c in frame.columns}
     # cells get ids only where a row is shaded; the columns' styles are rules on their classes
+    given = {c: _no_negative_zero(f) if isinstance(f, str) else f for c, f in (formats or {}).items()}
     styler = Styler(frame, uuid=uuid, cell_ids=highlight is not None).hide(axis="index").format(
-        defaults | (formats or {}), na_rep="–")
+        defaults | given, na_rep="–")
     if highlight is not None:  # rows to draw attention to, e.g. the article's wrong claims
         marks = dict(zip(frame.index, highlight))
         styler = styler.apply(lambda row: ["background-color: #fbe3e4" if marks[row.name] else "" for _ in row], axis=1)
