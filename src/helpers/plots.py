@@ -406,7 +406,7 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
     ax.set_xlabel("longest context that fits (thousand tokens per sequence)")
     ax.xaxis.set_major_formatter(lambda v, _: f"{v / 1000:,.0f}k")
     value_labels(ax, tokens, range(len(tokens)), [" weights do not fit" if t == 0 else f" {t:,}" for t in tokens],
-           ["#C44E52" if t == 0 else "0.2" for t in tokens], va="center", fontsize=7)
+                 ["#C44E52" if t == 0 else "0.2" for t in tokens], va="center", fontsize=7)
     if trained_context:
         ax.axvline(trained_context, color="0.3", linestyle=":", linewidth=1.2,
                    label=f"context the model was trained for ({trained_context:,})")
@@ -526,7 +526,7 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
             color="k", markeredgewidth=1)
     beside = mpl.transforms.offset_copy(ax.transData, fig=ax.figure, x=4, units="points")
     value_labels(ax, high, y, [f"{value:,.3g}{' does not fit' if out else ''}" for value, out in zip(expected, misfit)],
-           ["#C44E52" if out else "0.2" for out in misfit], va="center", fontsize=7, transform=beside)
+                 ["#C44E52" if out else "0.2" for out in misfit], va="center", fontsize=7, transform=beside)
     if log:
         ax.set_xlim(low[low > 0].min(initial=expected[expected > 0].min()) / 1.5, high.max() * 3)
     else:  # (nothing but zeros and denormals still gets an axis)
