@@ -460,3 +460,11 @@ def test_longest_context_and_largest_batch_are_the_last_that_fit(gpu):
     assert table["longest context (tokens)"].tolist() == [longest]
     batch = memory.max_batch_size("llama-2-7b", gpu, context_len=4096)
     assert fits(batch_size=batch, context_len=4096) and not fits(batch_size=batch + 1, context_len=4096)
+
+
+def test_the_largest_batch_is_never_negative_when_nothing_fits():
+    """memory._max_batch solves the linear part for the batch and corrects it; memory that exceeds the
+    GPU at a batch of 0 gives 0, at short and long contexts alike, and a linear total its exact answer."""
+    for context_len in (128, 4096):
+        assert memory._max_batch(lambda b, c: 100.0 + 10.0 * b, 95.0, context_len, 1000) == 0
+        assert memory._max_batch(lambda b, c: 100.0 + 10.0 * b, 1000.0, context_len, 1000) == 90

@@ -513,3 +513,37 @@ def test_options_are_the_table_in_si_units():
     assert (shown["days low"], shown["days high"]) == pytest.approx((first.time.low / DAY, first.time.high / DAY))
     e = compare.serving_estimate("llama-2-7b", "A100 80GB", batch_size=4, context_len=1024)
     assert e.to_frame().iloc[0]["memory per GPU (GB)"] == pytest.approx(e.memory_per_gpu / 1e9)
+
+
+def test_an_empty_recommendation_still_has_its_columns():
+    for kind, columns in select.COLUMNS.items():
+        assert list(select.Recommendation(kind, ()).to_frame().columns) == list(columns)
+
+
+def test_a_plan_the_network_slows_names_the_network_in_its_reason():
+    """H100 PCIe cards on 4,096 GPUs (2 x 200 Gb/s per 8 cards) scale at about 30 %: the row says so, and
+    that the network sets the pace (the plan's binding term, not the selector's verdict)."""
+    o = next(o for o in select.options("llama-2-70b", tokens=2e12, deadline_days=30, gpu_names=["H100 PCIe"]).options)
+    assert o.binding == "interconnect" and o.limit == "network" and "(network sets the pace)" in o.reason
+    assert o.scaling_efficiency < select.INTERCONNECT_FLOOR
+
+
+def test_traffic_no_allowed_gpu_count_serves_shows_the_allowed_count_and_the_rate_per_replica():
+    """Llama 3.1 405B at 1,000 requests/s of 8,192 + 2,048 tokens on at most 16 H100s: a replica takes
+    under 1 request/s (its KV cache binds), so the row shows all 16 GPUs allowed, not one replica's 8 or
+    fewer, and the rate in its reason; served rows show their rate per replica too."""
+    (o,) = select.options("llama-3.1-405b", task="serve", requests_per_s=1000, prompt_len=8192, output_len=2048,
+                          max_gpus=16, gpu_names=["H100"]).options
+    assert 0 < o.per_replica < 1 and o.n_gpus == 16 and o.limit == "memory"
+    assert o.reason.startswith(f"{o.per_replica:.3g} requests/s per replica: more GPUs than allowed")
+    served = select.options("llama-3-8b", task="serve", requests_per_s=5, gpu_names=["H100", "L40S"]).options
+    assert all(o.ok and o.per_replica > 0 and o.reason.startswith(f"{o.per_replica:.3g} requests/s per replica")
+               for o in served)
+
+
+def test_a_traffic_plan_never_uses_more_gpus_than_allowed():
+    """At most 6 H100s for Llama 3.1 405B: int4 replicas of 4 GPUs take about 0.12 requests/s each, so
+    0.15 requests/s needs 2 of them, 8 GPUs: more than allowed, and no plan is shown."""
+    (o,) = select.options("llama-3.1-405b", task="serve", requests_per_s=0.15, prompt_len=8192, output_len=2048,
+                          max_gpus=6, gpu_names=["H100"]).options
+    assert o.n_gpus <= 6 and not o.ok and o.time_per_token != o.time_per_token

@@ -187,6 +187,11 @@ def _priced(o: Option) -> bool:
     return o.cost_usd == o.cost_usd
 
 
+def _cost(o: Option) -> float:
+    """The option's cost for ranking: 0 where there is no dated price (NaN would not order)."""
+    return o.cost_usd if _priced(o) else 0.0
+
+
 def _traffic_verdict(o: Option, budget_usd: float | None) -> tuple[str, str]:
     if not o.fits:
         return "memory", f"the weights alone do not fit at {o.settings}"
@@ -310,10 +315,10 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
                            (traffic_level and o.time_per_token == o.time_per_token and binding != "budget"))
                    for o, (binding, reason) in zip(tried, verdicts)]
         feasible = [o for o in decided if o.ok]
-        if feasible and traffic_level:  # the fewest GPUs, then the cheapest per token
-            best.append(min(feasible, key=lambda o: (o.n_gpus, not _priced(o), o.cost_usd)))
-        elif feasible and task == "serve":  # cheapest per token, else most tokens/s per GPU
-            best.append(min(feasible, key=lambda o: (not _priced(o), o.cost_usd, -o.tokens_per_s / o.n_gpus)))
+        if feasible and traffic_level:  # the fewest GPUs, then the cheapest per token (one GPU: one price, or none)
+            best.append(min(feasible, key=lambda o: (o.n_gpus, _cost(o))))
+        elif feasible and task == "serve":  # cheapest per token, then (and without a price) most tokens/s per GPU
+            best.append(min(feasible, key=lambda o: (_cost(o), -o.tokens_per_s / o.n_gpus)))
         elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
             best.append(min(feasible, key=lambda o: o.n_gpus))
         elif decided:  # what came closest: the fastest that fits, else the largest tried
@@ -324,7 +329,7 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
 
     def rank(o: Option) -> tuple:
         speed = o.n_gpus if traffic_level else -o.tokens_per_s if task == "serve" else o.days
-        return not o.ok, not _priced(o), o.cost_usd if _priced(o) else 0.0, speed
+        return not o.ok, not _priced(o), _cost(o), speed
 
     return Recommendation(kind, tuple(sorted(best, key=rank)))
 
