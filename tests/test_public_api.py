@@ -55,6 +55,7 @@ QWEN3 = pathlib.Path(helpers.__file__).parent / "data" / "configs" / "qwen3-8b.j
 EXAMPLES = {
     "calibration.band": dict(gpu="H100", dtype="bf16"),
     "claims.finding": dict(claim_id="adam-2x"),
+    "compare.frame": dict(estimates=()),
     "claims.get": dict(claim_id="weights-175b"),
     "claims.title": dict(claim_id="gpt3-175b"),
     "compute.decode_step": dict(model="llama-2-7b", batch_size=4, context_len=1024, weight_dtype="int8", tp=2),

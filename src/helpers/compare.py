@@ -57,9 +57,19 @@ def training_estimates(model: "Model | str | float", tokens: float, n_gpus: int,
 
 def training_table(model: "Model | str | float", tokens: float, n_gpus: int, *, dtype: str = "bf16",
                    seq_len: int = 2048) -> pd.DataFrame:
-    """:func:`training_estimates` as a table, one :meth:`TrainingEstimate.row` per GPU: days (band) and
-    GPU-hours, layout, memory per GPU, whether it fits and the scaling efficiency."""
-    return pd.DataFrame([e.row() for e in training_estimates(model, tokens, n_gpus, dtype=dtype, seq_len=seq_len)])
+    """:func:`training_estimates` as a table (:func:`frame`): days (band) and GPU-hours, layout,
+    memory per GPU, whether it fits and the scaling efficiency."""
+    return frame(training_estimates(model, tokens, n_gpus, dtype=dtype, seq_len=seq_len))
+
+
+def frame(estimates: "tuple[TrainingEstimate, ...] | dict[str, ServingEstimate]") -> pd.DataFrame:
+    """Estimates for display, one row each (:meth:`TrainingEstimate.row`, or a GPU's name and its
+    :meth:`ServingEstimate.row`)."""
+    if isinstance(estimates, dict) and all(isinstance(e, ServingEstimate) for e in estimates.values()):
+        return pd.DataFrame([{"GPU": name, **e.row()} for name, e in estimates.items()])
+    if isinstance(estimates, tuple) and all(isinstance(e, TrainingEstimate) for e in estimates):
+        return pd.DataFrame([e.row() for e in estimates])
+    raise ValueError(f"estimates must be a tuple of TrainingEstimate or a dict of ServingEstimate, got {estimates!r}")
 
 
 @dataclass(frozen=True)
@@ -117,9 +127,9 @@ def serving_estimates(model: "Model | str | float", *, tp: int = 1, weight_dtype
 @renamed_keywords(n_gpus="tp")
 def serving_table(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
                   context_len: int = 2048) -> pd.DataFrame:
-    """:func:`serving_estimates` as a table, one :meth:`ServingEstimate.row` per GPU."""
-    return pd.DataFrame([{"GPU": name, **e.row()} for name, e in serving_estimates(
-        model, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size, context_len=context_len).items()])
+    """:func:`serving_estimates` as a table (:func:`frame`)."""
+    return frame(serving_estimates(model, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size,
+                                   context_len=context_len))
 
 
 def band(row: pd.Series, prefix: str) -> Estimate:

@@ -377,7 +377,7 @@ def training_time(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
         return estimates
 
     def table(result, **kw):
-        return pd.DataFrame([e.row() for e in result.values()])
+        return compare.frame(tuple(result.values()))
 
     def draw(fig, result, table, model, size_b, config, tokens_b, gpu, n_gpus, dtype):
         label, chosen = _model(model, size_b, config).display_name, result[gpus.get(gpu).name]
@@ -406,7 +406,7 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
         return compare.serving_estimates(_model(model, size_b, config), **kw)
 
     def table(result, **kw):
-        return pd.DataFrame([{"GPU": name, **e.row()} for name, e in result.items()])
+        return compare.frame(result)
 
     def draw(fig, result, table, model, size_b, config, gpu, tp, weight_dtype, batch_size, context_len):
         label, chosen = _model(model, size_b, config).display_name, result[gpus.get(gpu).name]
