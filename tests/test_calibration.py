@@ -83,16 +83,18 @@ def test_the_planner_finds_the_layouts_the_publications_ran():
 
 def test_whole_runs_against_published_gpu_hours(runs):
     """GPU-hours of whole runs (the published layout where there is one, else the planner's; the goodput
-    band) against the published ones: median |error| within 15 %, three in four inside their band, bands no
-    wider than 2x; BLOOM, timed on
-    its published layout (arXiv:2211.05100), within 5 %; a throughput-derived figure is predicted without
-    downtime."""
+    band) against the published ones: median |error| within 15 %, four in five inside their band, bands no
+    wider than 2x; BLOOM, timed on its published layout (arXiv:2211.05100), within 5 %; LLaMA 65B on the
+    tensor-parallel degree of its released checkpoint (8 shards), within 20 %; a throughput-derived figure
+    is predicted without downtime."""
     whole = runs[runs["end to end"]]
     assert whole["family"].nunique() >= 6 and whole["time error"].abs().median() <= 0.15
-    assert whole["inside band"].mean() >= 0.75
+    assert whole["inside band"].mean() >= 0.8
     assert (whole["band high"] / whole["band low"]).max() <= 2
     bloom = whole[whole["run"] == "BLOOM 176B pre-training"].iloc[0]
     assert bloom["layout"].startswith("TP 4 x PP 12 x DP 8") and abs(bloom["time error"]) <= 0.05
+    llama = whole[whole["id"] == "M110"].iloc[0]
+    assert llama["layout"].startswith("TP 8 x PP 1 x DP 256") and abs(llama["time error"]) <= 0.2
     table = _data.table("training_runs").set_index("id")
     tiny = whole[whole["id"] == "M049"].iloc[0]
     assert table.loc["M049", "gpu_hours_basis"] == "throughput"
