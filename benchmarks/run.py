@@ -123,13 +123,15 @@ def panels() -> list[str]:
 
 def selector() -> list[str]:
     lines = ["Training sweeps plan 13 GPU counts per GPU. The candidate layouts of all counts are one masked numpy grid "
-             "per model and NVLink domain (`planner._block`), their memory one vectorised call per domain "
+             "per model and NVLink domain (`planner._block`; tensor parallelism stops at 8, so a 72-GPU domain is "
+             "planned as an 8-GPU one), their memory one vectorised call per domain "
              "(`planner._needs`); only layouts that fit (full recompute only where the same layout without recompute "
              "does not) are kept, and of those only the plain 1F1B sibling (vpp 1) is timed, in one vectorised call "
              "per GPU: an interleaved variant differs from it only in its pipeline sends and bubble, which "
              "`steptime.interleaved` derives (less than half the layouts are timed). The best of each count is "
              "picked in one pass over the counts' segments (`planner._plans`) and built without re-checking the "
-             "grid's valid values. Plans are cached per model, GPU and batch: a deadline or budget move re-ranks the "
+             "grid's valid values (neither its `Layout` nor its `StepTime`); of a GPU's options only the one it "
+             "keeps gets its verdict attached. Plans are cached per model, GPU and batch: a deadline or budget move re-ranks the "
              "catalog without re-planning it; a new model (the cold rows) plans it all again. What a cold sweep "
              "costs now is mostly numpy's per-call overhead (one call per GPU of every array operation of the step "
              "model); timing all GPUs in one call does not help, as arrays of tens of thousands of layouts no longer fit the cache. A sweep at a "

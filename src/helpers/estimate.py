@@ -17,7 +17,8 @@ class Estimate:
     def __post_init__(self) -> None:
         for name in ("low", "expected", "high"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not isfinite(value):
+            if type(value) is not float and (isinstance(value, bool) or not isinstance(value, numbers.Real)) \
+                    or not isfinite(value):  # a plain float first: the common case, without the ABC check
                 raise ValueError(f"Estimate {name} must be a finite number, got {value!r}")
         if not self.low <= self.expected <= self.high:
             raise ValueError(f"Estimate needs low <= expected <= high, got {self.low}, {self.expected}, {self.high}")

@@ -223,7 +223,8 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     a full-recompute layout only where the same layout without recompute does not fit. Cached (the
     plans are frozen): a reader moving a deadline or a budget re-ranks the catalog without
     re-planning it."""
-    domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server))
+    # the widest tensor-parallel group that fits the domain: a 72-GPU NVLink domain plans as an 8-GPU one
+    domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server, TP_DEGREES[-1]))
     c, owner, base = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     if not len(owner):
         return (None,) * len(counts)

@@ -310,21 +310,24 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
             check_positive("tokens", tokens)
             tried = _train_options(m, g, tuple(n for n in COUNTS if n <= most), task, tokens, seq_len)
             verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in tried]
-        decided = [replace(o, binding=binding, reason=reason,
-                           ok=binding in ("compute", "memory bandwidth") or
-                           (traffic_level and o.time_per_token == o.time_per_token and binding != "budget"))
-                   for o, (binding, reason) in zip(tried, verdicts)]
-        feasible = [o for o in decided if o.ok]
+        ok = [binding in ("compute", "memory bandwidth") or
+              (traffic_level and o.time_per_token == o.time_per_token and binding != "budget")
+              for o, (binding, _) in zip(tried, verdicts)]
+        feasible = [i for i, good in enumerate(ok) if good]
         if feasible and traffic_level:  # the fewest GPUs, then the cheapest per token (one GPU: one price, or none)
-            best.append(min(feasible, key=lambda o: (o.n_gpus, _cost(o))))
+            chosen = min(feasible, key=lambda i: (tried[i].n_gpus, _cost(tried[i])))
         elif feasible and task == "serve":  # cheapest per token, then (and without a price) most tokens/s per GPU
-            best.append(min(feasible, key=lambda o: (_cost(o), -o.tokens_per_s / o.n_gpus)))
+            chosen = min(feasible, key=lambda i: (_cost(tried[i]), -tried[i].tokens_per_s / tried[i].n_gpus))
         elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
-            best.append(min(feasible, key=lambda o: o.n_gpus))
-        elif decided:  # what came closest: the fastest that fits, else the largest tried
-            fitting = [o for o in decided if o.fits]
-            best.append(min(fitting, key=lambda o: o.days) if fitting and task != "serve"
-                        else max(fitting or decided, key=lambda o: o.n_gpus))
+            chosen = min(feasible, key=lambda i: tried[i].n_gpus)
+        elif tried:  # what came closest: the fastest that fits, else the largest tried
+            fitting = [i for i, o in enumerate(tried) if o.fits]
+            chosen = (min(fitting, key=lambda i: tried[i].days) if fitting and task != "serve"
+                      else max(fitting or range(len(tried)), key=lambda i: tried[i].n_gpus))
+        else:
+            continue
+        binding, reason = verdicts[chosen]
+        best.append(replace(tried[chosen], binding=binding, reason=reason, ok=ok[chosen]))
     kind = "traffic" if traffic_level else "fixed batch" if task == "serve" else "training"
 
     def rank(o: Option) -> tuple:

@@ -37,7 +37,7 @@ Everything is computed with numpy so that the planner can evaluate thousands of 
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from functools import cache, cached_property
+from functools import cache, cached_property, lru_cache
 
 import numpy as np
 
@@ -478,20 +478,31 @@ def interleaved(t: dict[str, np.ndarray], vpp, pp, micro_batches) -> dict[str, n
 def picked(model: Model, gpu: GPU, layouts: dict[str, np.ndarray], t: dict[str, np.ndarray],
            indices: Iterable[int], *, seq_len: int, dtype: str, **flags) -> list[tuple[Layout, StepTime]]:
     """Layouts ``indices`` of the arrays given to :func:`terms`, each with its step from their result ``t``."""
-    per_token, peak = flops_per_token(model, seq_len=seq_len), gpu.peak_flops(dtype)
-    Layout(seq_len=seq_len, dtype=dtype, **flags)  # checks what the layouts share; the grid made the rest valid
-    shared = _LAYOUT_DEFAULTS | flags | {"seq_len": seq_len, "dtype": dtype}
+    per_token, peak = _flops_per_token(model, seq_len=seq_len), gpu.peak_flops(dtype)
+    shared = _shared(seq_len, dtype, tuple(sorted(flags.items())))
     indices = np.fromiter(indices, dtype=np.intp)
     columns = {k: v[indices].tolist() for k, v in layouts.items()}
     columns["recompute"] = [RECOMPUTE[r] for r in columns["recompute"]]
     seconds = {k: v[indices].tolist() for k, v in t.items()}
     out = []
-    for j in range(len(indices)):
-        layout = object.__new__(Layout)  # unchecked: Layout's checks would cost more than the step's arithmetic
+    for j in range(len(indices)):  # unchecked: the checks of Layout and StepTime would cost more than the arithmetic
+        layout, step = object.__new__(Layout), object.__new__(StepTime)
         layout.__dict__.update(shared, **{k: v[j] for k, v in columns.items()})
-        out.append((layout, StepTime(**{k: v[j] for k, v in seconds.items()}, tokens=float(layout.tokens),
-                                     n_gpus=layout.n_gpus, model_flops=per_token * layout.tokens, peak_flops=peak)))
+        tokens = layout.global_batch * layout.seq_len
+        step.__dict__.update({k: v[j] for k, v in seconds.items()}, tokens=float(tokens), n_gpus=layout.n_gpus,
+                             model_flops=per_token * tokens, peak_flops=peak)
+        out.append((layout, step))
     return out
+
+
+@lru_cache(maxsize=64)
+def _shared(seq_len: int, dtype: str, flags: tuple[tuple[str, bool], ...]) -> dict:
+    """What the layouts of :func:`picked` share, checked once (read-only: copied into each layout)."""
+    Layout(seq_len=seq_len, dtype=dtype, **dict(flags))  # the grid made the rest valid
+    return _LAYOUT_DEFAULTS | dict(flags) | {"seq_len": seq_len, "dtype": dtype}
+
+
+_flops_per_token = lru_cache(maxsize=64)(flops_per_token)
 
 
 def step_time(model: "Model | str | float", gpu: "GPU | str", layout: Layout, *, network: Network | None = None,
