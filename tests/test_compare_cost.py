@@ -201,7 +201,10 @@ def test_rent_vs_buy_by_hand():
     """Two years month by month (months 0 to 24): renting 8 GPUs at $2.50 an hour, 60 % of the
     8,766 / 12 = 730.5 hours of a month, costs 8 x 730.5 x 0.6 x 2.5 = $8,766 a month; owning costs
     the up-front outlay, then the running costs of the two years spread evenly over 24 months."""
+    result = cost.rent_or_buy("H100", 8, years=2, utilization=0.6, price_per_gpu_hour=2.5)
+    assert result.rent[10] == pytest.approx(10 * 8766)  # US dollars, month by month
     table = cost.rent_vs_buy("H100", 8, years=2, utilization=0.6, price_per_gpu_hour=2.5)
+    assert table.equals(result.to_frame())
     own = cost.ownership("H100", 8, years=2, utilization=0.6)
     assert list(table["month"]) == list(range(25))
     assert table["rent (USD)"].iloc[10] == pytest.approx(10 * 8766)
@@ -252,9 +255,16 @@ def test_break_evens_count_a_tie_as_breaking_even():
     utilisation is $1 at 100 %, so a $4 API is matched from 25 %."""
     table = pd.DataFrame({"month": [0, 1, 2], "rent (USD)": [0.0, 10.0, 20.0], "own (USD)": [5.0, 10.0, 12.0]})
     assert cost.break_even_months(table) == 1
+    assert cost.break_even_months(cost.RentOrBuy(rent=(0.0, 10.0, 20.0), own=(5.0, 10.0, 12.0))) == 1
+    assert cost.RentOrBuy(rent=(0.0, 10.0), own=(5.0, 11.0)).break_even_month is None
     curve = pd.DataFrame({"utilization": [0.5], "usd per million tokens": [2.0]})
     assert cost.break_even_utilization(curve, 4.0) == pytest.approx(0.25)
     assert cost.break_even_utilization(curve, 2.0) == pytest.approx(0.5)  # the curve's own end still counts
+    point = cost.CostPoint(utilization=0.5, requests_per_s=1.0, usd_per_million_tokens=2.0, time_per_token=0.01,
+                           time_to_first_token=0.1, fits=True)
+    assert cost.break_even_utilization(cost.CostCurve((point,)), 4.0) == pytest.approx(0.25)
+    with pytest.raises(ValueError, match="curve must be"):
+        cost.break_even_utilization(cost.CostCurve(()), 4.0)
 
 
 def test_an_owned_run_costs_its_gpu_hours_at_the_readers_ownership_rate():

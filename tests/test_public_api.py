@@ -18,7 +18,7 @@ import re
 import pytest
 
 import helpers
-from helpers import cost, gpus, models, planner, steptime, traffic
+from helpers import cost, gpus, models, planner, scaling, steptime, traffic
 from test_properties import _numbers, clean_or_named_error
 from test_validation import CASES
 
@@ -64,6 +64,8 @@ EXAMPLES = {
     "cost.break_even_months": dict(table=cost.rent_vs_buy("H100", 8)),
     "cost.break_even_utilization": dict(curve=cost.serving_cost_curve("llama-3-8b", "H100"), api_usd_per_million=0.5),
     "cost.price": dict(gpu="H100", kind="cloud_hour"),
+    "cost.rent_or_buy": dict(gpu="H100", n_gpus=8, years=2, utilization=0.6),
+    "cost.serving_costs": dict(model="llama-3-8b", gpu="H100", prompt_len=512, output_len=128),
     "cost.serving_cost_per_million_tokens": dict(model="llama-3-8b", gpu="H100", tp=1, batch_size=8,
                                                  weight_dtype="fp8"),
     "cost.training_cost": dict(model="llama-2-7b", tokens=1e11, gpu="H100", n_gpus=8, pricing="on_demand"),
@@ -85,6 +87,7 @@ EXAMPLES = {
     "roofline.decode_intensity": dict(model="llama-2-7b", batch_size=8, context_len=2048, weight_dtype="fp8"),
     "roofline.table": dict(model="llama-2-7b", gpu="H100", dtype="bf16"),
     "select.largest_trainable": dict(gpu="H100", n_gpus=8),
+    "scaling.sweep": dict(step=lambda n: scaling.Step(1.0, 0.1 * n, 0.05 * n), counts=(1, 2, 4)),
     "scenarios.get": dict(scenario_id="superpod-64"),
     "scenarios.answer": dict(scenario_id="edge-a4000"),
     "scenarios.largest_pretraining": dict(budget_usd=5e4, deadline_days=30, gpu_names=["H100"]),
@@ -106,6 +109,7 @@ EXAMPLES = {
     "steptime.network_for": dict(gpu="A100 80GB"),
     "steptime.server": dict(name="AWS p4d.24xlarge"),
     "steptime.step_time": dict(model="llama-2-7b", gpu="H100", layout=LAYOUT),
+    "trends.lineup": dict(names=("H100", "B200-HGX-192GB")),
     "traffic.batch_curve": dict(model="llama-3-8b", gpu="H100", tp=1, context_len=2048, weight_dtype="fp8"),
     "traffic.closed_loop": dict(r=REPLICA, concurrency=16, token_budget=4096),
     "traffic.limits": dict(r=REPLICA, ttft_s=0.5, tpot_s=0.05, max_utilization=0.9),

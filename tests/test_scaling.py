@@ -140,6 +140,8 @@ def test_scaling_table_by_hand():
     assert list(table.columns) == list(expected)
     for column, values in expected.items():
         assert table[column].tolist() == pytest.approx(values)
+    typed = scaling.sweep(lambda n: scaling.Step(1.0, 0.5 * n, 0.1 * n), counts=(1, 2))
+    assert typed.counts == (1, 2) and typed.steps[1].total == pytest.approx(1.2)  # seconds
 
 
 def test_two_gpus_already_communicate():

@@ -195,13 +195,14 @@ def test_parallelism_panel_shows_the_planners_layout_and_refuses_idle_gpus():
 def test_data_parallel_panel():
     from helpers import scaling
     panel = widgets.data_parallel()
-    assert list(panel.result["GPUs"])[0] == 1 and panel.result["efficiency"].iloc[0] == 1
+    assert panel.result.counts[0] == 1 and panel.result.steps[0].efficiency == 1
     panel.set(network="ib-hdr", nics_per_node=1, tokens_per_gpu=4096)
     expected = scaling.transformer_step("llama-2-7b", "H100", 16, tokens_per_gpu=4096, network="ib-hdr", nics_per_node=1)
-    assert panel.result.set_index("GPUs").loc[16, "efficiency"] == pytest.approx(expected.efficiency)
-    assert panel.result.set_index("GPUs").loc[16, "efficiency"] < 0.5
+    at16 = panel.result.steps[panel.result.counts.index(16)]
+    assert at16.efficiency == pytest.approx(expected.efficiency) and at16.efficiency < 0.5
+    assert panel.table.set_index("GPUs").loc[16, "efficiency"] == at16.efficiency  # the table shows the result
     panel.set(overlap=0.0)
-    assert panel.result.set_index("GPUs").loc[16, "exposed (s)"] == pytest.approx(expected.communication)
+    assert panel.result.steps[panel.result.counts.index(16)].exposed == pytest.approx(expected.communication)
     assert len(panel.figure.axes) == 2
 
 

@@ -250,43 +250,104 @@ def serving_cost_per_million_tokens(model: "Model | str | float", gpu: "GPU | st
 UTILIZATIONS = (0.05, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95)
 
 
+@dataclass(frozen=True)
+class CostPoint:
+    """One replica at one utilisation: the requests/s that load it so, US dollars per million input
+    and output tokens, the time per output token and to the first token (seconds, M/D/1), and
+    whether its batch fits in memory."""
+
+    utilization: float
+    requests_per_s: float
+    usd_per_million_tokens: float
+    time_per_token: float
+    time_to_first_token: float
+    fits: bool
+
+
+@dataclass(frozen=True)
+class CostCurve:
+    """:class:`CostPoint` by utilisation, as :func:`serving_costs` computes them."""
+
+    points: tuple[CostPoint, ...]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Columns utilization, requests/s, usd per million tokens, ms per token, first token (ms), fits."""
+        return pd.DataFrame([{"utilization": p.utilization, "requests/s": p.requests_per_s,
+                              "usd per million tokens": p.usd_per_million_tokens,
+                              "ms per token": p.time_per_token * 1000, "first token (ms)": p.time_to_first_token * 1000,
+                              "fits": p.fits} for p in self.points])
+
+
 @renamed_keywords(n_gpus="tp")
-def serving_cost_curve(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
-                       output_len: int = 256, weight_dtype: str = "bf16", pricing: str = "on_demand",
-                       price_per_gpu_hour: float | None = None,
-                       utilizations: tuple[float, ...] = UTILIZATIONS) -> pd.DataFrame:
+def serving_costs(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
+                  output_len: int = 256, weight_dtype: str = "bf16", pricing: str = "on_demand",
+                  price_per_gpu_hour: float | None = None, utilizations: tuple[float, ...] = UTILIZATIONS) -> CostCurve:
     """US dollars per million input and output tokens of one replica (``tp`` of tensor
     parallelism) as its utilisation falls: the rate is paid whether or not requests come, so the
     price per token grows as 1 / utilisation (:mod:`traffic`: utilisation = requests/s x GPU-seconds
     per request). With each point the requests/s, time per token and time to first token (M/D/1)."""
     r = traffic.replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
     rate = hourly_rate(gpu, pricing, price_per_gpu_hour=price_per_gpu_hour).expected * tp
-    rows = []
+    points = []
     for i, u in enumerate(utilizations):
         check_range(f"utilizations[{i}]", u, 0, 1, low_open=True, high_open=True)
         at = traffic.load(r, u / r.work_per_request)
-        rows.append({"utilization": u, "requests/s": at.requests_per_s,
-                     "usd per million tokens": rate / (at.requests_per_s * (prompt_len + output_len) * HOUR) * 1e6,
-                     "ms per token": at.time_per_token * 1000, "first token (ms)": at.time_to_first_token * 1000,
-                     "fits": at.fits})
-    return pd.DataFrame(rows)
+        points.append(CostPoint(utilization=u, requests_per_s=at.requests_per_s,
+                                usd_per_million_tokens=rate / (at.requests_per_s * (prompt_len + output_len) * HOUR) * 1e6,
+                                time_per_token=at.time_per_token, time_to_first_token=at.time_to_first_token,
+                                fits=at.fits))
+    return CostCurve(tuple(points))
 
 
-def break_even_utilization(curve: pd.DataFrame, api_usd_per_million: float) -> float | None:
+@renamed_keywords(n_gpus="tp")
+def serving_cost_curve(model: "Model | str | float", gpu: "GPU | str", **kwargs) -> pd.DataFrame:
+    """:func:`serving_costs` as a table (:meth:`CostCurve.to_frame`)."""
+    return serving_costs(model, gpu, **kwargs).to_frame()
+
+
+def break_even_utilization(curve: "CostCurve | pd.DataFrame", api_usd_per_million: float) -> float | None:
     """Utilisation from which one's own replica costs less per token than an API charging
-    ``api_usd_per_million`` (input and output alike), from a :func:`serving_cost_curve`; None if
-    it never does on the curve. Cost is exactly inverse in utilisation, so the point is solved for."""
+    ``api_usd_per_million`` (input and output alike), from :func:`serving_costs` (or its
+    :func:`serving_cost_curve` table); None if it never does on the curve. Cost is exactly inverse
+    in utilisation, so the point is solved for."""
     check_positive("api_usd_per_million", api_usd_per_million)
-    if not isinstance(curve, pd.DataFrame) or not {"utilization", "usd per million tokens"} <= set(curve):
-        raise ValueError("curve must be a table from cost.serving_cost_curve")
-    row = curve.iloc[0]
-    u = row["utilization"] * row["usd per million tokens"] / api_usd_per_million
-    return u if u <= curve["utilization"].max() else None
+    if isinstance(curve, CostCurve) and curve.points:
+        first, highest = curve.points[0], max(p.utilization for p in curve.points)
+        u = first.utilization * first.usd_per_million_tokens / api_usd_per_million
+    elif isinstance(curve, pd.DataFrame) and {"utilization", "usd per million tokens"} <= set(curve) and len(curve):
+        first, highest = curve.iloc[0], curve["utilization"].max()
+        u = first["utilization"] * first["usd per million tokens"] / api_usd_per_million
+    else:
+        raise ValueError("curve must be a curve from cost.serving_costs or a table from cost.serving_cost_curve")
+    return u if u <= highest else None
 
 
-def rent_vs_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization: float = 0.7,
+@dataclass(frozen=True)
+class RentOrBuy:
+    """Cumulative US dollars at the start of each month (0, 1, ..., the horizon) of renting on
+    demand (``rent``) and of owning (``own``: the upfront costs, then the running costs month by
+    month)."""
+
+    rent: tuple[float, ...]
+    own: tuple[float, ...]
+
+    @property
+    def months(self) -> range:
+        return range(len(self.rent))
+
+    @property
+    def break_even_month(self) -> int | None:
+        """The first month by which owning has cost no more than renting, or None."""
+        return next((m for m, r, o in zip(self.months, self.rent, self.own) if o <= r), None)
+
+    def to_frame(self) -> pd.DataFrame:
+        """Columns month, rent (USD), own (USD)."""
+        return pd.DataFrame({"month": list(self.months), "rent (USD)": list(self.rent), "own (USD)": list(self.own)})
+
+
+def rent_or_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilization: float = 0.7,
                 price_per_gpu_hour: float | None = None, gpu_price_usd: float | None = None,
-                **ownership_costs: "float | Estimate | None") -> pd.DataFrame:
+                **ownership_costs: "float | Estimate | None") -> RentOrBuy:
     """Cumulative cost by month of renting on demand and of owning (servers, network and storage
     up front, then energy, facility and staff each month), at the expected values; keywords of
     :func:`ownership` set its other costs."""
@@ -295,13 +356,22 @@ def rent_vs_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilizatio
     months = range(int(years * 12) + 1)
     used = n_gpus * HOURS_PER_MONTH * utilization
     per_month = own.running.expected / (years * 12)
-    return pd.DataFrame({"month": list(months), "rent (USD)": [m * used * rate for m in months],
-                         "own (USD)": [own.upfront.expected + m * per_month for m in months]})
+    return RentOrBuy(rent=tuple(m * used * rate for m in months), own=tuple(own.upfront.expected + m * per_month
+                                                                             for m in months))
 
 
-def break_even_months(table: pd.DataFrame) -> float | None:
-    """First month in a :func:`rent_vs_buy` table where owning has cost less than renting, or None."""
-    check_instance("table", table, pd.DataFrame, "a rent_vs_buy table")
+def rent_vs_buy(gpu: "GPU | str", n_gpus: int, **kwargs) -> pd.DataFrame:
+    """:func:`rent_or_buy` as a table (:meth:`RentOrBuy.to_frame`): month, rent (USD), own (USD)."""
+    return rent_or_buy(gpu, n_gpus, **kwargs).to_frame()
+
+
+def break_even_months(table: "RentOrBuy | pd.DataFrame") -> float | None:
+    """First month of a :func:`rent_or_buy` result (or its :func:`rent_vs_buy` table) by which owning
+    has cost no more than renting, or None."""
+    if isinstance(table, RentOrBuy):
+        month = table.break_even_month
+        return None if month is None else float(month)
+    check_instance("table", table, pd.DataFrame, "a rent_or_buy result or a rent_vs_buy table")
     if not {"month", "rent (USD)", "own (USD)"} <= set(table.columns):
         raise ValueError(f"table must be a rent_vs_buy table (month, rent (USD), own (USD)), got columns {list(table.columns)}")
     cheaper = table[table["own (USD)"] <= table["rent (USD)"]]

@@ -16,7 +16,9 @@ from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLo
 
 from .gpus import GPU
 from .memory import COMPONENTS, MemoryBreakdown
-from .trends import WaitOrStart
+from .scaling import Sweep
+from .cost import RentOrBuy
+from .trends import Generation, WaitOrStart
 from .units import DAY, GB, MONTH, TFLOPS
 
 #: The gid of value labels, which :func:`empty` keeps for :func:`value_labels` to reuse.
@@ -564,21 +566,22 @@ def validation_scatter(ax: Axes, published: list[float], low: list[float], expec
     return ax
 
 
-def scaling(fig, table: pd.DataFrame, *, title: str = "") -> None:
-    """Two panels from ``scaling.scaling_table``: step time split into compute and exposed
-    communication per GPU count, and the scaling efficiency curve."""
+def scaling(fig, sweep: Sweep, *, title: str = "") -> None:
+    """Two panels from ``scaling.sweep``: step time split into compute and exposed communication
+    per GPU count, and the scaling efficiency curve."""
     left, right = subplots(fig, 1, 2)
-    labels = [str(n) for n in table["GPUs"]]
-    bars(left, labels, table["compute (s)"], colors="#4C72B0", label="compute", vertical=True)
-    bars(left, labels, table["exposed (s)"], base=table["compute (s)"], colors="#C44E52", label="exposed communication",
+    labels = [str(n) for n in sweep.counts]
+    compute = [s.compute for s in sweep.steps]
+    bars(left, labels, compute, colors="#4C72B0", label="compute", vertical=True)
+    bars(left, labels, [s.exposed for s in sweep.steps], base=compute, colors="#C44E52", label="exposed communication",
          vertical=True)
     left.set(xlabel="GPUs", ylabel="seconds per step")
     left.tick_params(axis="x", labelsize=7, rotation=45)
     left.legend(fontsize=8, loc="lower left")
-    right.plot(table["GPUs"], table["efficiency"] * 100, marker="o")
+    right.plot(sweep.counts, [s.efficiency * 100 for s in sweep.steps], marker="o")
     right.set(xscale="log", xlabel="GPUs", ylabel="scaling efficiency (%)", ylim=(0, 105))
     _no_minor_ticks(right)
-    right.set_xticks(list(table["GPUs"]), labels, fontsize=7)
+    right.set_xticks(list(sweep.counts), labels, fontsize=7)
     fig.suptitle(title, fontsize=10)
 
 
@@ -624,14 +627,15 @@ def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
     fig.suptitle(title, fontsize=10)
 
 
-def rent_vs_buy(ax: Axes, table: pd.DataFrame, break_even: float | None, *, title: str = "",
+def rent_vs_buy(ax: Axes, result: RentOrBuy, *, title: str = "",
                 own_label: str = "buy (servers + energy)") -> Axes:
-    """Cumulative cost of renting and of owning by month (``cost.rent_vs_buy``), break-even marked."""
-    ax.plot(table["month"], table["rent (USD)"] / 1e3, label="rent on demand")
-    ax.plot(table["month"], table["own (USD)"] / 1e3, label=own_label)
+    """Cumulative cost of renting and of owning by month (``cost.rent_or_buy``), break-even marked."""
+    months, break_even = list(result.months), result.break_even_month
+    ax.plot(months, [usd / 1e3 for usd in result.rent], label="rent on demand")
+    ax.plot(months, [usd / 1e3 for usd in result.own], label=own_label)
     if break_even is not None:
         ax.axvline(break_even, color="0.3", linestyle=":", linewidth=1)
-        late = break_even > 0.6 * table["month"].max()  # label on the left of the line, inside the axes
+        late = break_even > 0.6 * months[-1]  # label on the left of the line, inside the axes
         ax.annotate(f"break-even: month {break_even:.0f}", (break_even, 0.05), xycoords=("data", "axes fraction"),
                     xytext=(-3 if late else 3, 0), textcoords="offset points", ha="right" if late else "left",
                     fontsize=8)
@@ -710,24 +714,26 @@ def wait_curve(ax: Axes, result: WaitOrStart, *, title: str = "") -> Axes:
     return ax
 
 
-#: Series of :func:`generations`: panel, column, marker, colour, legend label, divisor.
-GENERATION_SERIES = (("compute", "16-bit TFLOP/s", "o", "C0", "16-bit dense TFLOP/s", 1),
-                     ("compute", "FP8 TFLOP/s", "s", "C1", "FP8 dense TFLOP/s", 1),
-                     ("memory", "bandwidth (TB/s)", "o", "#55A868", "memory bandwidth (TB/s)", 1),
-                     ("memory", "memory (GB)", "s", "#8172B3", "memory (100 GB)", 100))
+#: Series of :func:`generations`: panel, attribute of :class:`trends.Generation`, marker, colour,
+#: legend label, divisor.
+GENERATION_SERIES = (("compute", "flops_16bit", "o", "C0", "16-bit dense TFLOP/s", TFLOPS),
+                     ("compute", "flops_fp8", "s", "C1", "FP8 dense TFLOP/s", TFLOPS),
+                     ("memory", "bandwidth", "o", "#55A868", "memory bandwidth (TB/s)", 1e12),
+                     ("memory", "memory_bytes", "s", "#8172B3", "memory (100 GB)", 100 * GB))
 
 
-def generations(compute: Axes, memory: Axes, table: pd.DataFrame) -> None:
-    """A vendor's generations by launch year (``trends.generations``): dense 16-bit and FP8 peaks
+def generations(compute: Axes, memory: Axes, lineup: Sequence[Generation]) -> None:
+    """A vendor's generations by launch year (``trends.lineup``): dense 16-bit and FP8 peaks
     (log scale) on ``compute``, memory bandwidth and capacity on ``memory``; every point is named,
     since parts launched in the same year stack on one another."""
     axes = {"compute": compute, "memory": memory}
-    names = [name.split("-")[0] for name in table["GPU"]]
-    for panel, column, marker, color, label, divisor in GENERATION_SERIES:
-        values = table[column] / divisor
-        axes[panel].plot(table["year"], values, marker=marker, linestyle="none", color=color, label=label)
+    names = [g.gpu.split("-")[0] for g in lineup]
+    years = [g.year for g in lineup]
+    for panel, attribute, marker, color, label, divisor in GENERATION_SERIES:
+        values = [getattr(g, attribute) / divisor for g in lineup]
+        axes[panel].plot(years, values, marker=marker, linestyle="none", color=color, label=label)
         same = {}  # parts with the same figure in the same year share one label
-        for name, year, value in zip(names, table["year"], values):
+        for name, year, value in zip(names, years, values):
             if value == value:  # no FP8 on the oldest parts
                 same.setdefault((year, value), []).append(name)
         for (year, value), shared in same.items():
@@ -736,5 +742,5 @@ def generations(compute: Axes, memory: Axes, table: pd.DataFrame) -> None:
     compute.set(yscale="log", xlabel="launch year", title="Compute")
     memory.set(xlabel="launch year", title="Memory")
     for ax in axes.values():
-        ax.set_xlim(table["year"].min() - 0.5, table["year"].max() + 1)
+        ax.set_xlim(min(years) - 0.5, max(years) + 1)
         ax.legend(fontsize=8, loc="upper left")

@@ -122,16 +122,31 @@ def transformer_step(model: "Model | str | float", gpu: "GPU | str", n_gpus: int
                               nics_per_node=nics_per_node)
 
 
-def scaling_table(step, counts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> pd.DataFrame:
-    """``step(n)`` for each GPU count: compute, communication, exposed and total seconds, efficiency."""
+@dataclass(frozen=True)
+class Sweep:
+    """One :class:`Step` per GPU count, in the order of ``counts``."""
+
+    counts: tuple[int, ...]
+    steps: tuple[Step, ...]
+
+    def to_frame(self) -> pd.DataFrame:
+        """Columns GPUs, compute (s), communication (s), exposed (s), step (s), efficiency."""
+        return pd.DataFrame([{"GPUs": n, "compute (s)": s.compute, "communication (s)": s.communication,
+                              "exposed (s)": s.exposed, "step (s)": s.total, "efficiency": s.efficiency}
+                             for n, s in zip(self.counts, self.steps)])
+
+
+def sweep(step, counts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> Sweep:
+    """``step(n)`` (a :class:`Step`) for each GPU count."""
     if not callable(step):
         raise ValueError(f"step must be a function of the GPU count, got {step!r}")
     counts = check_list("counts", counts)
     for i, n in enumerate(counts):
         check_positive(f"counts[{i}]", n, integer=True)
-    rows = []
-    for n in counts:
-        s = step(n)
-        rows.append({"GPUs": n, "compute (s)": s.compute, "communication (s)": s.communication,
-                     "exposed (s)": s.exposed, "step (s)": s.total, "efficiency": s.efficiency})
-    return pd.DataFrame(rows)
+    return Sweep(tuple(counts), tuple(step(n) for n in counts))
+
+
+def scaling_table(step, counts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> pd.DataFrame:
+    """:func:`sweep` as a table (:meth:`Sweep.to_frame`): compute, communication, exposed and total
+    seconds, and the efficiency, per GPU count."""
+    return sweep(step, counts).to_frame()

@@ -1,30 +1,54 @@
 """Generations of GPUs side by side, and whether to wait for the next one."""
 
 from dataclasses import dataclass
+from math import nan
 
 import pandas as pd
 
 from . import compute, cost, gpus
 from .memory import as_model
 from .models import Model
-from .units import DAY, HOUR, MONTH, TFLOPS, argument, check_positive, check_result
+from .units import DAY, GB, HOUR, MONTH, TFLOPS, argument, check_positive, check_result
 
 #: The flagship training GPU of each generation in the catalog, oldest first.
 FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72",
              "B300-HGX-288GB", "GB300-NVL72")
 
 
-def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
-    """Launch year, dense BF16 (FP16 on V100) and FP8 peaks, memory, bandwidth, power and
-    efficiency of each GPU, with the growth over the previous row."""
-    rows = []
+@dataclass(frozen=True)
+class Generation:
+    """One GPU of a lineup, in SI units: launch year, dense 16-bit (BF16; FP16 on the V100) and FP8
+    peaks (FLOP/s; NaN without FP8), memory as its vendor states it (bytes, decimal), memory
+    bandwidth (bytes/s) and board power (W)."""
+
+    gpu: str
+    year: int
+    flops_16bit: float
+    flops_fp8: float
+    memory_bytes: float
+    bandwidth: float
+    power: float
+
+
+def lineup(names: tuple[str, ...] = FLAGSHIPS) -> tuple[Generation, ...]:
+    """Each GPU of ``names`` (oldest first by default: :data:`FLAGSHIPS`) as a :class:`Generation`."""
+    out = []
     for g in gpus.get_all("names", names):
         half = "bf16" if g.supports("bf16") else "fp16"
-        rows.append({"GPU": g.name, "year": g.launch_year, "16-bit TFLOP/s": g.peak_flops(half) / TFLOPS,
-                     "FP8 TFLOP/s": g.peak_flops("fp8") / TFLOPS if g.supports("fp8") else None,
-                     "memory (GB)": g.memory_gb_vendor, "bandwidth (TB/s)": g.memory_bandwidth / 1e12,
-                     "power (W)": g.tdp_watts, "16-bit TFLOP/s per kW": g.peak_flops(half) / TFLOPS / g.tdp_watts * 1e3})
-    table = pd.DataFrame(rows)
+        out.append(Generation(gpu=g.name, year=g.launch_year, flops_16bit=g.peak_flops(half),
+                              flops_fp8=g.peak_flops("fp8") if g.supports("fp8") else nan,
+                              memory_bytes=g.memory_gb_vendor * GB, bandwidth=g.memory_bandwidth, power=g.tdp_watts))
+    return tuple(out)
+
+
+def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
+    """:func:`lineup` as a table: launch year, dense 16-bit and FP8 TFLOP/s, memory (GB),
+    bandwidth (TB/s), power (W) and 16-bit TFLOP/s per kW, with the 16-bit growth over the previous row."""
+    table = pd.DataFrame([{"GPU": g.gpu, "year": g.year, "16-bit TFLOP/s": g.flops_16bit / TFLOPS,
+                           "FP8 TFLOP/s": None if g.flops_fp8 != g.flops_fp8 else g.flops_fp8 / TFLOPS,
+                           "memory (GB)": g.memory_bytes / GB, "bandwidth (TB/s)": g.bandwidth / 1e12,
+                           "power (W)": g.power, "16-bit TFLOP/s per kW": g.flops_16bit / TFLOPS / g.power * 1e3}
+                          for g in lineup(names)])
     table["16-bit growth"] = table["16-bit TFLOP/s"] / table["16-bit TFLOP/s"].shift()
     return table
 

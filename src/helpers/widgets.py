@@ -435,10 +435,10 @@ def data_parallel(model: str = "llama-2-7b", gpu: str = "H100-SXM5-80GB") -> Pan
 
     def result(model, size_b, config, gpu, **kw):
         m = _model(model, size_b, config)
-        return scaling.scaling_table(lambda n: scaling.transformer_step(m, gpu, n, **kw))
+        return scaling.sweep(lambda n: scaling.transformer_step(m, gpu, n, **kw))
 
     def table(result, **kw):
-        return result
+        return result.to_frame()
 
     def draw(fig, result, table, model, size_b, config, gpu, network, nics_per_node, **kw):
         label = _model(model, size_b, config).display_name
@@ -539,16 +539,15 @@ def rent_or_buy(gpu: str = "H100-SXM5-80GB") -> Panel:
     }
 
     def result(gpu, n_gpus, years, utilization, price, overheads):
-        return cost.rent_vs_buy(gpu, n_gpus, years=years, utilization=utilization, price_per_gpu_hour=price or None,
+        return cost.rent_or_buy(gpu, n_gpus, years=years, utilization=utilization, price_per_gpu_hour=price or None,
                                 **({} if overheads else cost.SERVERS_AND_ENERGY))
 
     def table(result, **kw):
-        return result
+        return result.to_frame()
 
     def draw(fig, result, table, gpu, n_gpus, years, utilization, price, overheads):
-        months = cost.break_even_months(result)
-        plots.rent_vs_buy(plots.subplots(fig), result, months, title=f"{n_gpus} x {gpus.get(gpu).name}, "
-                                                                f"{utilization:.0%} utilization",
+        plots.rent_vs_buy(plots.subplots(fig), result, title=f"{n_gpus} x {gpus.get(gpu).name}, "
+                                                             f"{utilization:.0%} utilization",
                           own_label="buy (all costs)" if overheads else "buy (servers + energy)")
 
     return Panel("Rent or buy", controls, result, draw, table, figsize=(8, 3.4))
