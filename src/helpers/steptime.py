@@ -488,9 +488,8 @@ def picked(model: Model, gpu: GPU, layouts: dict[str, np.ndarray], t: dict[str, 
     for j in range(len(indices)):  # unchecked: the checks of Layout and StepTime would cost more than the arithmetic
         layout, step = object.__new__(Layout), object.__new__(StepTime)
         layout.__dict__.update(shared, **{k: v[j] for k, v in columns.items()})
-        tokens = layout.global_batch * layout.seq_len
-        step.__dict__.update({k: v[j] for k, v in seconds.items()}, tokens=float(tokens), n_gpus=layout.n_gpus,
-                             model_flops=per_token * tokens, peak_flops=peak)
+        step.__dict__.update({k: v[j] for k, v in seconds.items()}, tokens=float(layout.tokens), n_gpus=layout.n_gpus,
+                             model_flops=per_token * layout.tokens, peak_flops=peak)
         out.append((layout, step))
     return out
 
