@@ -256,7 +256,8 @@ def test_break_evens_count_a_tie_as_breaking_even():
     table = pd.DataFrame({"month": [0, 1, 2], "rent (USD)": [0.0, 10.0, 20.0], "own (USD)": [5.0, 10.0, 12.0]})
     assert cost.break_even_months(table) == 1
     assert cost.break_even_months(cost.RentOrBuy(rent=(0.0, 10.0, 20.0), own=(5.0, 10.0, 12.0))) == 1
-    assert cost.RentOrBuy(rent=(0.0, 10.0), own=(5.0, 11.0)).break_even_month is None
+    never = cost.RentOrBuy(rent=(0.0, 10.0), own=(5.0, 11.0))
+    assert never.break_even_month is None and cost.break_even_months(never) is None
     curve = pd.DataFrame({"utilization": [0.5], "usd per million tokens": [2.0]})
     assert cost.break_even_utilization(curve, 4.0) == pytest.approx(0.25)
     assert cost.break_even_utilization(curve, 2.0) == pytest.approx(0.5)  # the curve's own end still counts

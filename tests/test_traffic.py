@@ -143,6 +143,7 @@ def test_cost_per_token_is_inverse_in_utilization_and_breaks_even_where_it_meets
     assert cost.break_even_utilization(curve, 0.1) == pytest.approx(product.iloc[0] / 0.1)
     costs = cost.serving_costs("llama-3-8b", "H100", **LLAMA8)  # the same in SI units: seconds, not ms
     assert costs.points[5].time_per_token * 1000 == pytest.approx(half["ms per token"])
+    assert costs.points[5].time_to_first_token * 1000 == pytest.approx(half["first token (ms)"])
     assert cost.break_even_utilization(costs, 0.1) == cost.break_even_utilization(curve, 0.1)
     assert cost.break_even_utilization(curve, product.iloc[0] / 2) is None  # would need 200 % utilisation
     with pytest.raises(ValueError, match="utilizations"):

@@ -352,7 +352,7 @@ def rent_or_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilizatio
     up front, then energy, facility and staff each month), at the expected values; keywords of
     :func:`ownership` set its other costs."""
     own = ownership(gpu, n_gpus, years=years, utilization=utilization, gpu_price_usd=gpu_price_usd, **ownership_costs)
-    rate = hourly_rate(gpu, "on_demand", price_per_gpu_hour=price_per_gpu_hour).expected
+    rate = hourly_rate(gpu, price_per_gpu_hour=price_per_gpu_hour).expected  # on demand
     months = range(int(years * 12) + 1)
     used = n_gpus * HOURS_PER_MONTH * utilization
     per_month = own.running.expected / (years * 12)

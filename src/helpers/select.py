@@ -318,14 +318,12 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
             chosen = min(feasible, key=lambda i: (tried[i].n_gpus, _cost(tried[i])))
         elif feasible and task == "serve":  # cheapest per token, then (and without a price) most tokens/s per GPU
             chosen = min(feasible, key=lambda i: (_cost(tried[i]), -tried[i].tokens_per_s / tried[i].n_gpus))
-        elif feasible:  # the fewest GPUs that meet the constraints: the same GPU-hours, the least capacity
-            chosen = min(feasible, key=lambda i: tried[i].n_gpus)
-        elif tried:  # what came closest: the fastest that fits, else the largest tried
+        elif feasible:  # the fewest GPUs that meet the constraints (counts ascend): the same GPU-hours, the least capacity
+            chosen = feasible[0]
+        else:  # what came closest: the fastest that fits, else the largest tried (every GPU tries one GPU at least)
             fitting = [i for i, o in enumerate(tried) if o.fits]
             chosen = (min(fitting, key=lambda i: tried[i].days) if fitting and task != "serve"
                       else max(fitting or range(len(tried)), key=lambda i: tried[i].n_gpus))
-        else:
-            continue
         binding, reason = verdicts[chosen]
         best.append(replace(tried[chosen], binding=binding, reason=reason, ok=ok[chosen]))
     kind = "traffic" if traffic_level else "fixed batch" if task == "serve" else "training"
