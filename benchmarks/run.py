@@ -123,9 +123,9 @@ def panels() -> list[str]:
 
 def selector() -> list[str]:
     lines = ["Training sweeps plan 13 GPU counts per GPU. The candidate layouts of all counts are one masked numpy grid "
-             "per model and NVLink domain (`planner._block`; tensor parallelism stops at 8, so a 72-GPU domain is "
-             "planned as an 8-GPU one), their memory one vectorised call per domain "
-             "(`planner._needs`); only layouts that fit (full recompute only where the same layout without recompute "
+             "per model (`planner._block`, built for an 8-GPU NVLink domain: tensor parallelism stops at 8, so a "
+             "72-GPU domain plans as one, and a narrower domain's grid and memory are the 8-GPU grid's rows with "
+             "no wider tensor parallelism), their memory one vectorised call (`planner._needs`); only layouts that fit (full recompute only where the same layout without recompute "
              "does not) are kept, and of those only the plain 1F1B sibling (vpp 1) is timed, in one vectorised call "
              "per GPU: an interleaved variant differs from it only in its pipeline sends and bubble, which "
              "`steptime.interleaved` derives (less than half the layouts are timed). The best of each count is "

@@ -547,3 +547,20 @@ def test_a_traffic_plan_never_uses_more_gpus_than_allowed():
     (o,) = select.options("llama-3.1-405b", task="serve", requests_per_s=0.15, prompt_len=8192, output_len=2048,
                           max_gpus=6, gpu_names=["H100"]).options
     assert o.n_gpus <= 6 and not o.ok and o.time_per_token != o.time_per_token
+
+
+@pytest.mark.parametrize("domain", [1, 2, 4])
+def test_a_narrow_nvlink_domain_plans_the_wide_grid_without_its_wider_tensor_parallel_groups(domain):
+    """The sweep's layout grid for an NVLink domain of 1, 2 or 4 GPUs: every layout of the 8-GPU
+    domain's grid with tp no wider than the domain, and no other; each layout's plain 1F1B sibling
+    is the same layout at vpp 1, and its memory the same as in the wide grid."""
+    m = memory.as_model("llama-2-70b")
+    wide, wide_owner, _ = planner._block(m.n_heads, m.n_kv_heads, m.n_layers, 8, planner.COUNTS, 977)
+    c, owner, base = planner._block(m.n_heads, m.n_kv_heads, m.n_layers, domain, planner.COUNTS, 977)
+    keep = wide["tp"] <= domain
+    assert c["tp"].max() == domain and (owner == wide_owner[keep]).all()
+    assert all((c[k] == wide[k][keep]).all() for k in wide)
+    assert (c["vpp"][base] == 1).all()
+    assert all((c[k][base] == c[k]).all() for k in c if k != "vpp")
+    need = planner._needs(m, domain, planner.COUNTS, 977, 4096, "bf16")[0]
+    assert (need == planner.layout_memory(m, c, 4096, "bf16")).all()

@@ -154,7 +154,14 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     index of the count each belongs to, and the index of each one's plain 1F1B sibling (the same
     layout at vpp 1, itself where vpp is 1): the grid count x tp x pp x micro-batch x batch side x
     vpp x ZeRO stage x recompute, in that order, masked to the valid layouts (count x tp x pp
-    first, to keep the grid small)."""
+    first, to keep the grid small). A narrower NVLink domain's block is the widest one's without its
+    wider tensor-parallel groups (nothing else depends on the domain), taken from it."""
+    if domain < TP_DEGREES[-1]:
+        c, owner, base = _block(n_heads, n_kv_heads, n_layers, TP_DEGREES[-1], counts, target_sequences)
+        keep = c["tp"] <= domain  # a layout and its vpp-1 sibling share their tp: both kept, or neither
+        rows = np.flatnonzero(keep)
+        return {k: v[rows] for k, v in c.items()}, owner[rows], (np.cumsum(keep) - 1)[base[rows]]
+
     def expand(arrays, ok, grid):  # the rows ``ok`` of ``arrays``, each crossed with every point of ``grid``
         inner = [a.ravel() for a in np.meshgrid(*grid, indexing="ij")]
         return [np.repeat(a[ok], len(inner[0])) for a in arrays] + [np.tile(a, ok.sum()) for a in inner]
@@ -197,7 +204,11 @@ def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences:
     the same for every GPU with that NVLink domain, so a sweep over the catalog computes them once
     per domain (read-only)."""
     c, owner, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
-    need = layout_memory(model, c, seq_len, dtype)
+    if domain < TP_DEGREES[-1]:  # the widest domain's memory, of the layouts this block keeps of it
+        widest, _, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, TP_DEGREES[-1], counts, target_sequences)
+        need = _needs(model, TP_DEGREES[-1], counts, target_sequences, seq_len, dtype)[0][widest["tp"] <= domain]
+    else:
+        need = layout_memory(model, c, seq_len, dtype)
     frugal = _first_of_each(owner, need)
     need.flags.writeable = frugal.flags.writeable = False
     return need, frugal
