@@ -15,11 +15,11 @@ from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, FixedLocator, FuncFormatter, LogLocator, NullFormatter, NullLocator
 
 from .gpus import GPU
+from .cost import RentOrBuy
 from .memory import COMPONENTS, MemoryBreakdown
 from .scaling import Sweep
-from .cost import RentOrBuy
 from .trends import Generation, WaitOrStart
-from .units import DAY, GB, MONTH, TFLOPS
+from .units import DAY, GB, MONTH, TB, TFLOPS
 
 #: The gid of value labels, which :func:`empty` keeps for :func:`value_labels` to reuse.
 LABEL = "value label"
@@ -718,7 +718,7 @@ def wait_curve(ax: Axes, result: WaitOrStart, *, title: str = "") -> Axes:
 #: legend label, divisor.
 GENERATION_SERIES = (("compute", "flops_16bit", "o", "C0", "16-bit dense TFLOP/s", TFLOPS),
                      ("compute", "flops_fp8", "s", "C1", "FP8 dense TFLOP/s", TFLOPS),
-                     ("memory", "bandwidth", "o", "#55A868", "memory bandwidth (TB/s)", 1e12),
+                     ("memory", "bandwidth", "o", "#55A868", "memory bandwidth (TB/s)", TB),
                      ("memory", "memory_bytes", "s", "#8172B3", "memory (100 GB)", 100 * GB))
 
 

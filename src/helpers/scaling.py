@@ -20,6 +20,8 @@ from .units import argument, check_choice, check_list, check_positive, check_res
 
 #: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``).
 DDP_BUCKET_BYTES = 25 * 2**20
+#: GPU counts a :func:`sweep` tries unless given: one GPU to 1,024, doubling.
+COUNTS = tuple(2**k for k in range(11))
 #: Share of a training step spent in the backward pass (two of its three matrix products).
 BACKWARD_SHARE = 2 / 3
 ZERO_VOLUME = {0: 1.0, 1: 1.0, 2: 1.0, 3: 1.5}
@@ -136,7 +138,7 @@ class Sweep:
                              for n, s in zip(self.counts, self.steps)])
 
 
-def sweep(step, counts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> Sweep:
+def sweep(step, counts: tuple[int, ...] = COUNTS) -> Sweep:
     """``step(n)`` (a :class:`Step`) for each GPU count."""
     if not callable(step):
         raise ValueError(f"step must be a function of the GPU count, got {step!r}")
@@ -146,7 +148,7 @@ def sweep(step, counts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512
     return Sweep(tuple(counts), tuple(step(n) for n in counts))
 
 
-def scaling_table(step, counts: tuple[int, ...] = (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024)) -> pd.DataFrame:
+def scaling_table(step, counts: tuple[int, ...] = COUNTS) -> pd.DataFrame:
     """:func:`sweep` as a table (:meth:`Sweep.to_frame`): compute, communication, exposed and total
     seconds, and the efficiency, per GPU count."""
     return sweep(step, counts).to_frame()
