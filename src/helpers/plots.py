@@ -3,11 +3,13 @@ and changes nothing global; :func:`use_book_style` is applied only when a notebo
 
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
+from typing import Any
 
 import matplotlib as mpl
 import numpy as np
 import pandas as pd
 from matplotlib.axes import Axes
+from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg, get_hinting_flag
 from matplotlib.collections import PolyCollection
 from matplotlib.figure import Figure
@@ -44,6 +46,13 @@ def _no_minor_ticks(ax: Axes) -> None:
     dozens of minor ticks costs a live panel several milliseconds per redraw."""
     ax.xaxis.set_minor_locator(NullLocator())
     ax.yaxis.set_minor_locator(NullLocator())
+
+
+def _ticks(axis: Axis, **style: Any) -> None:
+    """``axis.set_tick_params(**style)`` unless its ticks have that style already: setting it visits
+    every tick, which costs a live panel's 33-GPU chart about 3 ms a move."""
+    if any(axis.get_tick_params().get(k) != v for k, v in style.items()):
+        axis.set_tick_params(**style)
 
 
 class _Renderer(RendererAgg):
@@ -351,7 +360,7 @@ def catalog_rates(left: Axes, right: Axes, catalog: list[GPU]) -> None:
     right.set(xlabel="memory bandwidth (TB/s); label: memory", title="Memory",
               xlim=(0, max(g.memory_bandwidth for g in catalog) / 1e12 * 1.25))
     left.invert_yaxis()
-    left.tick_params(axis="y", labelsize=8)
+    _ticks(left.yaxis, labelsize=8)
 
 
 def catalog_per_watt_and_dollar(watt: Axes, dollar: Axes, catalog: list[GPU], hourly: list[float | None]) -> None:
@@ -367,7 +376,7 @@ def catalog_per_watt_and_dollar(watt: Axes, dollar: Axes, catalog: list[GPU], ho
     dollar.set(xlabel="dense BF16 TFLOP/s per on-demand $/GPU-hour", title="Per rental dollar",
                xlim=(0, max(per_dollar) * 1.35))
     watt.invert_yaxis()
-    watt.tick_params(axis="y", labelsize=8)
+    _ticks(watt.yaxis, labelsize=8)
 
 
 def memory_bars(ax: Axes, breakdowns: dict[str, MemoryBreakdown], *, capacities: dict[str, float] | None = None,
@@ -414,7 +423,7 @@ def context_bars(ax: Axes, table: pd.DataFrame, *, trained_context: int | None =
                    label=f"context the model was trained for ({trained_context:,})")
         ax.legend(loc="upper right", fontsize=8)
     ax.set_xlim(0, max(tokens.max(), trained_context or 0, 1) * 1.2)
-    ax.tick_params(axis="y", labelsize=8)
+    _ticks(ax.yaxis, labelsize=8)
     for label, t in zip(ax.get_yticklabels(), tokens):
         label.set_color("#C44E52" if t == 0 else "black")
     ax.set_title(title, fontsize=10)
@@ -480,13 +489,9 @@ def bars(ax: Axes, labels: Sequence[str], lengths: Sequence[float], *, base: Seq
         ax.set_xlim(-0.5, len(at) - 0.5)
     else:
         ax.set_ylim(len(at) - 0.5, -0.5)  # the first label on top
-    # no grid lines or tick marks along the categories (the bars mark them, and each costs drawing
-    # time); set only when not set already, since setting them visits every tick
-    params = categories.get_tick_params()
-    if params.get("gridOn", True) or params.get("length") != 0:
-        categories.set_tick_params(gridOn=False, length=0)
-    if not values.get_tick_params().get("gridOn", False):
-        values.set_tick_params(gridOn=True)
+    # no grid lines or tick marks along the categories (the bars mark them, and each costs drawing time)
+    _ticks(categories, gridOn=False, length=0)
+    _ticks(values, gridOn=True)
     if (ax.get_yscale() if vertical else ax.get_xscale()) == "linear":  # a log axis: the caller sets its limits
         ax.autoscale_view(scalex=not vertical, scaley=vertical)
     return at
@@ -533,7 +538,7 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
         ax.set_xlim(low[low > 0].min(initial=expected[expected > 0].min()) / 1.5, high.max() * 3)
     else:  # (nothing but zeros and denormals still gets an axis)
         ax.set_xlim(0, high.max() * 1.25 if high.max() > 1e-300 else 1)
-    ax.tick_params(axis="y", labelsize=8)
+    _ticks(ax.yaxis, labelsize=8)
     ax.set_xlabel(xlabel)
     ax.set_title(title, fontsize=10)
     return ax
@@ -576,7 +581,7 @@ def scaling(fig, sweep: Sweep, *, title: str = "") -> None:
     bars(left, labels, [s.exposed for s in sweep.steps], base=compute, colors="#C44E52", label="exposed communication",
          vertical=True)
     left.set(xlabel="GPUs", ylabel="seconds per step")
-    left.tick_params(axis="x", labelsize=7, rotation=45)
+    _ticks(left.xaxis, labelsize=7, labelrotation=45)
     left.legend(fontsize=8, loc="lower left")
     right.plot(sweep.counts, [s.efficiency * 100 for s in sweep.steps], marker="o")
     right.set(xscale="log", xlabel="GPUs", ylabel="scaling efficiency (%)", ylim=(0, 105))
@@ -609,7 +614,7 @@ def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
         if p.n_gpus == chosen:
             left.bar([i], [bottom[i]], fill=False, edgecolor="0.1", linewidth=1.5)
     left.set(xlabel="GPUs", ylabel="GPU-milliseconds per token")
-    left.tick_params(axis="x", labelsize=7, rotation=45)
+    _ticks(left.xaxis, labelsize=7, labelrotation=45)
     fig.legend(*left.get_legend_handles_labels(), fontsize=7, loc="outside lower center", ncol=4)
     counts = [p.n_gpus for p in shown]
     right.plot(counts, [p.scaling_efficiency * 100 for p in shown], color="0.6", linewidth=0.8)
@@ -671,7 +676,7 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
     ax.set_xlim(0, values.max() * 1.6 or 1)
     if not serve:  # a run costs millions: $12.5M reads better than an offset "1e7"
         ax.xaxis.set_major_formatter(FuncFormatter(_dollars))
-    ax.tick_params(axis="y", labelsize=8)
+    _ticks(ax.yaxis, labelsize=8)
     ax.set_title(title + " (best first; colour: what binds)", fontsize=10)
     return ax
 
