@@ -168,9 +168,9 @@ def _layout() -> ConstrainedLayoutEngine:
 def _png(fig: Figure) -> bytes:
     """The figure as last drawn on its canvas, as PNG (W3C PNG specification, 3rd edition): 8-bit
     RGB, the figures being opaque, every row unfiltered (filter type 0) and deflated at zlib level
-    1. Pillow's encoder tries the five row filters on every row, which doubles the time for no
-    smaller file on these flat charts (benchmarks/results.md); encoding the canvas instead of
-    calling ``savefig`` saves a second drawing."""
+    1. Pillow's encoder tries the five row filters on every row, which doubles the time; over the
+    twelve panels' flat charts its files are 1 % smaller in all (631 against 638 kB). Encoding
+    the canvas instead of calling ``savefig`` saves a second drawing."""
     width, height = fig.canvas.get_width_height()
     rows = np.empty((height, 1 + 3 * width), np.uint8)
     rows[:, 0] = 0  # filter type: none
