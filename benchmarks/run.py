@@ -101,13 +101,15 @@ def panels() -> list[str]:
              "while drawing (`plots.Canvas`), each axis whose place, limits, ticks, labels and their colours did not "
              "change is drawn again from what its last drawing drew (`plots._replayed`: its tick marks, grid lines "
              "and texts, the same pixels, tested panel by panel), value labels are reused (`plots.value_labels`), "
-             "and the PNG (RGB: the figures are opaque) is encoded from the canvas without a second drawing. A "
+             "and the PNG (RGB: the figures are opaque; rows unfiltered, zlib level 1: about 4 ms, half of what Pillow's "
+             "encoder takes) is written from the canvas without a second drawing. A "
              "training plan for one GPU count plans the panels' other counts in the same vectorised search "
              "(`planner.COUNTS`), so the next slider stop is planned already. As in every chapter's setup cell, "
              "what the imports built is frozen out of the garbage collector's scans (`gc.freeze()`), which "
              "otherwise stall a move now and then by about 0.1 s. What remains is mostly the artists that change "
-             "(bars, value labels of 33-GPU charts, legends), the PNG's zlib pass (about 12 ms) and the pandas "
-             "Styler table; the slowest moves are the first ones, whose labels are new strings.", "",
+             "(bars, value labels of 33-GPU charts, legends), the PNG and the pandas Styler table; the slowest moves are "
+             "the first ones, whose labels are new strings. Times depend on the host: an earlier 2-core host took up to "
+             "twice these times (inference_memory's p95 88-107 ms there, before the PNG writer).", "",
              "| panel | redraw median | redraw p95 | computation median | computation p95 | moves |",
              "| --- | --- | --- | --- | --- | --- |"]
     for name, factory in widgets.panels().items():
