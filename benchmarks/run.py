@@ -273,6 +273,19 @@ def inference_validation() -> list[str]:
         cells = [f"{g['error ' + k].abs().median():.1%} ({g['error ' + k].median():+.0%})"
                  for k in ("ms per token", "output tokens/s", "first token (ms)")]
         lines.append(f"| {clients} | {len(g)} | " + " | ".join(cells) + " |")
+    static = validation.static_batch_runs()
+    lines += ["", f"Static batches of TensorRT-LLM 0.9 (`validation.static_batch_runs`: {len(static):,} runs of NVIDIA's DLI "
+              "course data, five dense models on six GPUs in fp16 and FP8, none fitted): median abs. error (signed median in "
+              "brackets), and the share inside the serving band", "",
+              "| rows | runs | decoding step | inside band | first token | inside band |", "| --- | --- | --- | --- | --- | --- |"]
+    groups = [("all", static)] + [(f"batch {name}", static[rows]) for name, rows in (
+        ("1", static["batch"] == 1), ("2-31", static["batch"].between(2, 31)), ("32-511", static["batch"].between(32, 511)),
+        ("512 or more", static["batch"] >= 512))] + [(f"{n} GPUs", g) for n, g in static.groupby("GPUs")] + \
+        [(f"{gpu}, {w}", g) for (gpu, w), g in static.groupby(["GPU", "weights"])]
+    for name, g in groups:
+        cells = [f"{g['error ' + k].abs().median():.1%} ({g['error ' + k].median():+.0%}) | {g['inside band ' + k].mean():.0%}"
+                 for k in ("ms per token", "first token (ms)")]
+        lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     return lines
 
 

@@ -160,6 +160,44 @@ def loaded_runs() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def static_batch_runs() -> pd.DataFrame:
+    """TensorRT-LLM 0.9.0 static batches (``data/static_batch_runs.csv``) against the serving step
+    model, none of them used to fit it: the mean decoding step (token-to-token latency) and the
+    batch's prefill (first-token latency), in ms, with errors (predicted / published - 1).
+
+    NVIDIA Deep Learning Institute, 'Sizing LLM inference systems' course data: gptSessionBenchmark
+    runs of one static batch of identical dummy prompts on fake weights, with the XQA attention
+    kernel (wbing520/ai-performance-engineering @0e25b2e,
+    code/ch10_inference/inference_gpu_cluster_sizing/dataset/trt_llm_0_9_0_dli.csv; ``source`` names
+    the row). Its 'Mixed' precision is read as fp16 weights and KV cache, FP8 as FP8 weights with an
+    FP8 KV cache (assumed). Left out: Falcon 180B and the GH200 (not in the catalog), runs without
+    a latency, and Mixtral 8x7B, whose identical prompts send every sequence to the same experts
+    (on two H200 in fp16 a step of 8 sequences takes 5.9 ms, one of a single sequence 5.5 ms),
+    which real traffic does not. Token-to-token latency averages the steps at contexts prompt + 1
+    to prompt + output - 1; a step's time being linear in its context, that is the step at
+    prompt + output / 2."""
+    cal, (low, high) = serving.default_calibration(), calibration.serving_band()
+    rows = []
+    for _, row in _data.table("static_batch_runs").iterrows():
+        kw = dict(tp=int(row["n_gpus"]), batch_size=int(row["batch_size"]), weight_dtype=row["weight_dtype"],
+                  kv_dtype=row["kv_dtype"])
+        prompt, output = int(row["prompt_len"]), int(row["output_len"])
+        decode = serving.decode_steps(row["model"], row["gpu"], context_len=prompt + output // 2, **kw)
+        prefill = serving.prefill_steps(row["model"], row["gpu"], prompt, **kw)
+        terms = {"ms per token": decode.seconds(cal), "first token (ms)": prefill.seconds(cal)}
+        predicted = {k: 1000 * float(t["total"].sum()) for k, t in terms.items()}
+        floor = {k: 1000 * float(t["roofline"].sum()) for k, t in terms.items()}  # the band stops at the roofline
+        published = {"ms per token": row["token_to_token_ms"], "first token (ms)": row["first_token_ms"]}
+        rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": int(row["n_gpus"]),
+                     "weights": row["weight_dtype"], "batch": int(row["batch_size"]), "prompt": prompt, "output": output,
+                     **{f"published {k}": v for k, v in published.items()},
+                     **{f"predicted {k}": v for k, v in predicted.items()},
+                     **{f"error {k}": predicted[k] / published[k] - 1 for k in predicted},
+                     **{f"inside band {k}": max(predicted[k] * low, min(floor[k], predicted[k])) <= published[k] <=
+                        predicted[k] * high for k in predicted}})
+    return pd.DataFrame(rows)
+
+
 def communication_runs() -> pd.DataFrame:
     """Every NCCL all-reduce measurement (bus bandwidth of large messages, time of small ones)
     with the prediction of :mod:`comm` (NCCL's default algorithm unless the row forced one), its
@@ -209,7 +247,8 @@ def out_of_sample() -> pd.DataFrame:
     estimate, how many measurements, the median and largest error (absolute, as a fraction) and
     the share inside the estimate's band (NaN where it has none). Training: test rows of
     :func:`training_runs` and every whole run; serving: test rows of :func:`inference_runs` by kind
-    and every load test of :func:`loaded_runs` whose batch fits; memory: every fine-tuning run of
+    every load test of :func:`loaded_runs` whose batch fits and every static batch of
+    :func:`static_batch_runs` (by batch size); memory: every fine-tuning run of
     :func:`memory_runs` (the memory model has no fitted parameter)."""
     training = training_runs()
     steady = training[~training["end to end"] & (training["split"] == "test")]
@@ -226,6 +265,13 @@ def out_of_sample() -> pd.DataFrame:
     parts += [(f"under load: {what}", loaded[f"error {column}"], None)
               for what, column in (("time per output token", "ms per token"), ("output tokens/s", "output tokens/s"),
                                    ("time to first token", "first token (ms)"))]
+    static = static_batch_runs()
+    for name, rows in (("batch 1", static["batch"] == 1), ("batch 2-31", static["batch"].between(2, 31)),
+                       ("batch 32 or more", static["batch"] >= 32)):
+        parts.append((f"static batches, TensorRT-LLM 0.9: decoding step at {name}",
+                      static.loc[rows, "error ms per token"], static.loc[rows, "inside band ms per token"]))
+    parts.append(("static batches, TensorRT-LLM 0.9: time to first token", static["error first token (ms)"],
+                  static["inside band first token (ms)"]))
     parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None))
     return pd.DataFrame([{"estimate": name, "measurements": len(errors), "median error": errors.abs().median(),
                           "largest error": errors.abs().max(),
