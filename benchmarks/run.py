@@ -316,7 +316,7 @@ def communication_validation() -> list[str]:
 def memory_validation() -> list[str]:
     """Measured fine-tuning memory against memory.training, every row a test row (nothing is fitted)."""
     runs = validation.memory_runs()
-    lines = ["## Fine-tuning memory against measured runs (nothing fitted; target within 15 %)", "",
+    lines = ["## Memory against measured runs (nothing fitted; fine-tuning target within 15 %)", "",
              "GPU: NVML readings (\"device\") against the whole estimate, allocator peaks against it less the CUDA context. "
              "Host: the growth over the same script without offload.", "",
              "| run | measured GPU (GiB) | predicted | error | measured host (GiB) | predicted | error |",
@@ -328,6 +328,13 @@ def memory_validation() -> list[str]:
                      f"{r['GPU error']:+.0%} " + host)
     errors = runs["GPU error"].abs()
     lines += ["", f"GPU: median abs. error {errors.median():.1%}, {int((errors <= 0.15).sum())} of {len(runs)} within 15 %."]
+    static = validation.static_batch_runs()
+    error = static["error memory (GB)"]
+    lines += ["", f"Serving memory against the peak per GPU of {len(static):,} TensorRT-LLM 0.9 static batches "
+              "(`validation.static_batch_runs`, nothing fitted; the workspace holds the whole batch's prompts, prefilled at "
+              f"once): median abs. error {error.abs().median():.1%} (signed {error.median():+.1%}), "
+              f"{(error.abs() <= 0.15).mean():.0%} within 15 %; signed median by tensor-parallel GPUs: " +
+              ", ".join(f"{n}: {g.median():+.0%}" for n, g in error.groupby(static["GPUs"])) + "."]
     return lines
 
 

@@ -468,3 +468,16 @@ def test_the_largest_batch_is_never_negative_when_nothing_fits():
     for context_len in (128, 4096):
         assert memory._max_batch(lambda b, c: 100.0 + 10.0 * b, 95.0, context_len, 1000) == 0
         assert memory._max_batch(lambda b, c: 100.0 + 10.0 * b, 1000.0, context_len, 1000) == 90
+
+
+def test_serving_memory_against_static_batch_peaks():
+    """The peak memory per GPU of 1,872 TensorRT-LLM 0.9 static batches, nothing fitted: within 5 %
+    in median (measured 4.2 %); on one GPU, where the workspace question does not arise, within 3 %
+    in median and 97 % of them within 10 % (measured 2.3 % and 97 %). With tensor parallelism the
+    engine keeps more than its share of the workspace, so the model runs low as the GPUs grow."""
+    runs = validation.static_batch_runs()
+    error = runs["error memory (GB)"]
+    one = error[runs["GPUs"] == 1].abs()
+    assert error.abs().median() <= 0.05 and one.median() <= 0.03 and (one <= 0.10).mean() >= 0.95
+    by_tp = error.groupby(runs["GPUs"]).median()
+    assert list(by_tp.index) == [1, 2, 4, 8] and by_tp.is_monotonic_decreasing

@@ -15,7 +15,7 @@ fine-tuning runs with published settings against :func:`memory.training`, nothin
 import pandas as pd
 
 from . import _data, calibration, comm, compute, gpus, memory, models, planner, scaling, serving, steptime, traffic
-from .units import GiB, HOUR
+from .units import GB, GiB, HOUR
 
 
 def training_runs() -> pd.DataFrame:
@@ -162,8 +162,10 @@ def loaded_runs() -> pd.DataFrame:
 
 def static_batch_runs() -> pd.DataFrame:
     """TensorRT-LLM 0.9.0 static batches (``data/static_batch_runs.csv``) against the serving step
-    model, none of them used to fit it: the mean decoding step (token-to-token latency) and the
-    batch's prefill (first-token latency), in ms, with errors (predicted / published - 1).
+    model and the memory model, none of them used to fit either: the mean decoding step
+    (token-to-token latency) and the batch's prefill (first-token latency), in ms, and the peak
+    memory per GPU in decimal GB (``cudaMemGetInfo``'s used memory, CUDA context included, as
+    gptSessionBenchmark reports it), with errors (predicted / published - 1).
 
     NVIDIA Deep Learning Institute, 'Sizing LLM inference systems' course data: gptSessionBenchmark
     runs of one static batch of identical dummy prompts on fake weights, with the XQA attention
@@ -175,26 +177,31 @@ def static_batch_runs() -> pd.DataFrame:
     (on two H200 in fp16 a step of 8 sequences takes 5.9 ms, one of a single sequence 5.5 ms),
     which real traffic does not. Token-to-token latency averages the steps at contexts prompt + 1
     to prompt + output - 1; a step's time being linear in its context, that is the step at
-    prompt + output / 2."""
+    prompt + output / 2. The memory is :func:`memory.inference` of the batch at its full context,
+    except that the activation workspace holds the whole batch's prompts, which a static batch
+    prefills at once, rather than one chunk."""
     cal, (low, high) = serving.default_calibration(), calibration.serving_band()
     rows = []
     for _, row in _data.table("static_batch_runs").iterrows():
-        kw = dict(tp=int(row["n_gpus"]), batch_size=int(row["batch_size"]), weight_dtype=row["weight_dtype"],
-                  kv_dtype=row["kv_dtype"])
-        prompt, output = int(row["prompt_len"]), int(row["output_len"])
+        m, batch, prompt, output = models.get(row["model"]), int(row["batch_size"]), int(row["prompt_len"]), int(row["output_len"])
+        kw = dict(tp=int(row["n_gpus"]), batch_size=batch, weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"])
         decode = serving.decode_steps(row["model"], row["gpu"], context_len=prompt + output // 2, **kw)
         prefill = serving.prefill_steps(row["model"], row["gpu"], prompt, **kw)
         terms = {"ms per token": decode.seconds(cal), "first token (ms)": prefill.seconds(cal)}
         predicted = {k: 1000 * float(t["total"].sum()) for k, t in terms.items()}
         floor = {k: 1000 * float(t["roofline"].sum()) for k, t in terms.items()}  # the band stops at the roofline
         published = {"ms per token": row["token_to_token_ms"], "first token (ms)": row["first_token_ms"]}
-        rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": int(row["n_gpus"]),
-                     "weights": row["weight_dtype"], "batch": int(row["batch_size"]), "prompt": prompt, "output": output,
+        held = memory.inference(m, context_len=prompt + output, **kw)  # the static prefill is not chunked:
+        predicted["memory (GB)"] = (held.total - held.activations +  # its workspace holds the whole batch
+                                    memory.inference_workspace(m, batch * prompt, batch, kw["tp"])) / GB
+        published["memory (GB)"] = row["peak_memory_gb"]
+        rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
+                     "weights": row["weight_dtype"], "batch": batch, "prompt": prompt, "output": output,
                      **{f"published {k}": v for k, v in published.items()},
                      **{f"predicted {k}": v for k, v in predicted.items()},
                      **{f"error {k}": predicted[k] / published[k] - 1 for k in predicted},
                      **{f"inside band {k}": max(predicted[k] * low, min(floor[k], predicted[k])) <= published[k] <=
-                        predicted[k] * high for k in predicted}})
+                        predicted[k] * high for k in terms}})
     return pd.DataFrame(rows)
 
 
@@ -249,7 +256,7 @@ def out_of_sample() -> pd.DataFrame:
     :func:`training_runs` and every whole run; serving: test rows of :func:`inference_runs` by kind
     every load test of :func:`loaded_runs` whose batch fits and every static batch of
     :func:`static_batch_runs` (by batch size); memory: every fine-tuning run of
-    :func:`memory_runs` (the memory model has no fitted parameter)."""
+    :func:`memory_runs` and every static batch's peak (the memory model has no fitted parameter)."""
     training = training_runs()
     steady = training[~training["end to end"] & (training["split"] == "test")]
     whole = training[training["end to end"]]
@@ -273,6 +280,7 @@ def out_of_sample() -> pd.DataFrame:
     parts.append(("static batches, TensorRT-LLM 0.9: time to first token", static["error first token (ms)"],
                   static["inside band first token (ms)"]))
     parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None))
+    parts.append(("serving memory, TensorRT-LLM 0.9 (peak per GPU)", static["error memory (GB)"], None))
     return pd.DataFrame([{"estimate": name, "measurements": len(errors), "median error": errors.abs().median(),
                           "largest error": errors.abs().max(),
                           "inside band": float("nan") if inside is None else float(inside.mean())}
