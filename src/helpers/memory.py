@@ -54,6 +54,12 @@ __getattr__ = formats.lazy_constants(__name__, {
 #: gathered ones (DeepSpeed configuration JSON reference, ZeRO optimizations for FP16 training).
 MAX_LIVE_PARAMETERS = 1e9
 
+#: DeepSpeed's ``reduce_bucket_size`` default: gradient elements its contiguous buffer holds on the GPU
+#: while they are reduced and, under ZeRO-Offload, copied to the host (DeepSpeed configuration JSON
+#: reference, ZeRO optimizations; the buffer is allocated in deepspeed/runtime/zero/stage_1_and_2.py
+#: and stage3.py).
+REDUCE_BUCKET_SIZE = 5e8
+
 #: CUDA context and kernels, measured by Hugging Face before any tensor was allocated:
 #: "GPU memory occupied: 1343 MB" (MiB, from NVML), Transformers docs, "Model training anatomy",
 #: https://huggingface.co/docs/transformers/model_memory_anatomy
@@ -334,7 +340,10 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     fp32 weights (:func:`model_states`).
     ``offload`` (:data:`OFFLOADS`, DeepSpeed ZeRO-Offload): "optimizer" keeps the optimizer
     states (with the fp32 master weights) and an fp32 copy of the gradients in host memory, where
-    the optimizer step runs; "parameters" (ZeRO-3 only) keeps the weight shard there too, and the
+    the optimizer step runs; the GPU keeps its 16-bit weights, and its gradients only on their way
+    to the host, through a bucket of :data:`REDUCE_BUCKET_SIZE` elements (Ren et al. 2021,
+    arXiv:2101.06840, Sec. 4: 2 bytes per parameter left on the GPU, which is how a 13B model
+    trains on one 32 GB V100); "parameters" (ZeRO-3 only) keeps the weight shard there too, and the
     GPU holds the weights gathered for the layers at work: up to ``max_live_parameters``
     (DeepSpeed's ``stage3_max_live_parameters``) plus the largest single matrix (a parameter is
     gathered whole), never more than the shard itself (ZeRO-3 without offload is counted at its
@@ -372,6 +381,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     host = 0.0
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
         host, optimizer_bytes = optimizer_bytes + gradients * (2 if half and not amp else 1), 0.0
+        gradients = min(gradients, REDUCE_BUCKET_SIZE * (2 if half and not amp else 4))  # streamed there
     if offload == "parameters":  # the shard on the host; the GPU holds the weights gathered for the layers at work
         largest = max(d_in * d_out for d_in, d_out, _ in _full_shapes(m))
         gathered = (max_live_parameters + largest) * states[0] / m.n_params / (tp * pp)
