@@ -197,12 +197,14 @@ def test_parameter_offload_leaves_the_live_window_on_the_gpu():
 
 def test_offload_copies_only_16_bit_gradients_and_splits_the_live_window_by_hand():
     """Gradients already in fp32 (autocast, or fp32 training) are not copied again: AdamW's two fp32
-    moments (8 bytes) and the 4-byte gradients make 12 bytes per parameter on the host. The live
-    window of parameter offload is split over tensor parallelism (half of it on each of 2 GPUs) and
+    moments (8 bytes) and the 4-byte gradients make 12 bytes per parameter on the host, and the GPU's
+    gradient bucket holds 4-byte values. The live window of parameter offload is split over tensor
+    parallelism (half of it on each of 2 GPUs) and
     holds what the GPU keeps per parameter: 6 bytes under autocast (fp32 weights and their bf16 casts)."""
     m, big = models.get("llama-2-7b"), models.get("llama-2-70b")
     for kw in ({"amp": True}, {"dtype": "fp32"}):
-        assert memory.training(m, zero_stage=2, offload="optimizer", **kw).host == pytest.approx(12 * m.n_params)
+        off = memory.training(m, zero_stage=2, offload="optimizer", **kw)
+        assert off.host == pytest.approx(12 * m.n_params) and off.gradients == 2e9  # a bucket of fp32 gradients
     window = memory.MAX_LIVE_PARAMETERS + big.vocab_size * big.d_model
     assert memory.training(big, zero_stage=3, offload="parameters", tp=2).weights == pytest.approx(window * 2 / 2)
     assert memory.training(big, zero_stage=3, offload="parameters", amp=True).weights == pytest.approx(window * 6)
