@@ -74,7 +74,10 @@ def glue_claims(*claim_ids: str) -> None:
 OUT_OF_SAMPLE_KEYS = (("train-median", "training step, steady state", 1),
                       ("e2e-median", "training, whole runs (GPU-hours)", 0),
                       ("inf-decode-median", "decoding at batch 1", 1), ("inf-static-median", "static batches", 1),
-                      ("memory-median", "fine-tuning memory (GPU)", 1))
+                      ("memory-median", "fine-tuning memory (GPU)", 1),
+                      ("trt-step-1-median", "static batches, TensorRT-LLM 0.9: decoding step at batch 1", 1),
+                      ("trt-step-32-median", "static batches, TensorRT-LLM 0.9: decoding step at batch 32 or more", 1),
+                      ("trt-memory-median", "serving memory, TensorRT-LLM 0.9 (peak per GPU)", 1))
 
 
 def glue_out_of_sample() -> pd.DataFrame:
