@@ -77,6 +77,7 @@ OUT_OF_SAMPLE_KEYS = (("train-median", "training step, steady state", 1),
                       ("memory-median", "fine-tuning memory (GPU)", 1),
                       ("trt-step-1-median", "static batches, TensorRT-LLM 0.9: decoding step at batch 1", 1),
                       ("trt-step-32-median", "static batches, TensorRT-LLM 0.9: decoding step at batch 32 or more", 1),
+                      ("trt-first-median", "static batches, TensorRT-LLM 0.9: time to first token", 1),
                       ("trt-memory-median", "serving memory, TensorRT-LLM 0.9 (peak per GPU)", 1))
 
 

@@ -380,8 +380,9 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage)
     host = 0.0
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
-        host, optimizer_bytes = optimizer_bytes + gradients * (2 if half and not amp else 1), 0.0
-        gradients = min(gradients, REDUCE_BUCKET_SIZE * (2 if half and not amp else 4))  # streamed there
+        element = 2 if half and not amp else 4  # bytes of each gradient on the GPU
+        host, optimizer_bytes = optimizer_bytes + gradients * 4 / element, 0.0
+        gradients = min(gradients, REDUCE_BUCKET_SIZE * element)  # streamed there
     if offload == "parameters":  # the shard on the host; the GPU holds the weights gathered for the layers at work
         largest = max(d_in * d_out for d_in, d_out, _ in _full_shapes(m))
         gathered = (max_live_parameters + largest) * states[0] / m.n_params / (tp * pp)

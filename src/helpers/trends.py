@@ -1,7 +1,7 @@
 """Generations of GPUs side by side, and whether to wait for the next one."""
 
 from dataclasses import dataclass
-from math import nan
+from math import isnan, nan
 
 import pandas as pd
 
@@ -45,7 +45,7 @@ def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
     """:func:`lineup` as a table: launch year, dense 16-bit and FP8 TFLOP/s, memory (GB),
     bandwidth (TB/s), power (W) and 16-bit TFLOP/s per kW, with the 16-bit growth over the previous row."""
     table = pd.DataFrame([{"GPU": g.gpu, "year": g.year, "16-bit TFLOP/s": g.flops_16bit / TFLOPS,
-                           "FP8 TFLOP/s": None if g.flops_fp8 != g.flops_fp8 else g.flops_fp8 / TFLOPS,
+                           "FP8 TFLOP/s": None if isnan(g.flops_fp8) else g.flops_fp8 / TFLOPS,
                            "memory (GB)": g.memory_bytes / GB, "bandwidth (TB/s)": g.bandwidth / 1e12,
                            "power (W)": g.power, "16-bit TFLOP/s per kW": g.flops_16bit / TFLOPS / g.power * 1e3}
                           for g in lineup(names)])
