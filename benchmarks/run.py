@@ -205,8 +205,9 @@ def training_validation() -> list[str]:
                       for i, p, n in zip(steady["id"], steady["published"], steady["GPUs"])}
     cal = calibration.steptime.default_calibration()
     params = ", ".join([f"GEMM efficiency {k} {v:.3f}" for k, v in cal.gemm_efficiency] +
-                       [f"element-wise passes {cal.elementwise_passes:.2f}", f"attention efficiency {cal.attention_efficiency:.3f}",
-                        f"overlap efficiency {cal.overlap_efficiency:.2f}"])
+                       [f"element-wise passes {cal.elementwise_passes:.2f}"] +
+                       [f"attention efficiency {k} {v:.3f}" for k, v in cal.attention_efficiency] +
+                       [f"overlap efficiency {cal.overlap_efficiency:.2f}"])
     low, high = calibration.band("H100", "bf16")
     lines = ["## Training step time against published runs (out of sample)", "",
              f"Fitted on the calibration families only ({params}); band {low:.3f}-{high:.3f} x the predicted time, from "

@@ -55,6 +55,30 @@ def test_unfused_attention_computes_the_whole_score_matrix_and_streams_it():
         assert unfused.compute - fused.compute == pytest.approx(flops + traffic, rel=1e-9)
 
 
+def test_older_attention_kernels_run_the_same_flops_slower():
+    """FlashAttention-2 is about 2x faster than FlashAttention 1 and xformers' cutlass kernel, and 1.3-1.5x
+    faster than FlashAttention in Triton (Dao 2023, arXiv:2307.08691, Sec. 4.1): the 7 b s^2 d causal
+    attention FLOPs per layer (2 forward, 5 backward, halved by the mask) take 2x and 1.4x as long."""
+    lay = Layout(global_batch=2, seq_len=4096, zero_stage=0, recompute="none")
+    flash2 = step(lay)
+    attention = GPT.n_layers * 7 * 2 * 4096 * 4096 * GPT.d_model / (312e12 * 0.8)
+    assert step(replace(lay, attention_kernel="flash1")).compute - flash2.compute == pytest.approx(attention, rel=1e-9)
+    assert step(replace(lay, attention_kernel="triton")).compute - flash2.compute == pytest.approx(0.4 * attention,
+                                                                                                    rel=1e-9)
+    unfused = replace(lay, flash_attention=False)
+    assert step(replace(unfused, attention_kernel="flash1")).compute == step(unfused).compute  # no fused kernel runs
+
+
+def test_attention_efficiency_is_per_architecture_with_the_mean_elsewhere():
+    cal = Calibration.fitted((("Ampere/bf16", 0.8),), 2.0, 1.0, (("Ampere", 0.9), ("Hopper", 0.4)))
+    assert cal.attention("Ampere") == 0.9 and cal.attention("Hopper") == 0.4
+    assert cal.attention("Blackwell") == pytest.approx(0.65)
+    lay = Layout(global_batch=1, seq_len=4096, zero_stage=0, recompute="none")
+    slow = step(lay, calibration=replace(cal, attention_efficiency=(("Ampere", 0.45),)))
+    attention = GPT.n_layers * 7 * 4096 * 4096 * GPT.d_model / (312e12 * 0.8 * 0.9)
+    assert slow.compute - step(lay, calibration=cal).compute == pytest.approx(attention, rel=1e-9)
+
+
 def test_elementwise_kernels_stream_the_stored_activations_a_calibrated_number_of_times():
     """Korthikanti et al. 2022, Eq. 1: 34 s b h bytes per layer besides the scores with dropout (two 1-byte
     masks fewer without); each of the calibrated passes reads them once forward and twice backward. The
@@ -231,6 +255,8 @@ def test_layout_checks():
         Layout(vpp=2)
     with pytest.raises(ValueError, match="recompute='some' is not supported"):
         Layout(recompute="some")
+    with pytest.raises(ValueError, match="attention_kernel='flash3' is not supported.*flash2.*flash1.*triton"):
+        Layout(attention_kernel="flash3")
     with pytest.raises(ValueError, match="vpp=2 leaves a model chunk without a layer: .*40 layers on 40 stages "
                                          "allow at most vpp=1"):
         step(Layout(pp=40, vpp=2, global_batch=40))

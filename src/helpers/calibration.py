@@ -7,8 +7,8 @@ publication's TFLOP/s or MFU with the publication's own FLOP count. Rows belong 
 paper or benchmark suite) and to a split:
 
 - **calibration** rows fit the parameters of :class:`steptime.Calibration` (GEMM efficiency per
-  architecture and dtype, element-wise passes, overlap efficiency) by least squares on the log
-  of throughput;
+  architecture and dtype, attention efficiency per architecture, element-wise passes, overlap
+  efficiency) by least squares on the log of throughput;
 - **test** rows are never used for fitting, and report the error of the default estimate.
 
 The band of an estimate comes from leave-one-family-out residuals of the calibration rows: each
@@ -95,12 +95,19 @@ def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
 
 def layout_row(row: pd.Series) -> dict:
     """What the step model needs of a row that states its layout: id, run, family, split, GPU,
-    dtype, GPUs, source, model, sequence length, layout candidates, flags and servers."""
+    dtype, GPUs, source, model, sequence length, layout candidates, flags (with the attention
+    kernel) and servers."""
     m = run_model(row)
     return {"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
             "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"]),
             "model": m, "seq_len": int(row["seq_len"]), "candidates": candidates(row, m.n_layers),
-            "flags": {k: bool(row[k]) for k in FLAGS}, "network": run_network(row), "source": row["source"]}
+            "flags": {**{k: bool(row[k]) for k in FLAGS}, "attention_kernel": _attention_kernel(row)},
+            "network": run_network(row), "source": row["source"]}
+
+
+def _attention_kernel(row: pd.Series) -> str:
+    """The fused attention kernel the row names (``attention_kernel``), else FlashAttention-2's."""
+    return row["attention_kernel"] if isinstance(row.get("attention_kernel"), str) else "flash2"
 
 
 def run_network(row: pd.Series) -> steptime.Network:
@@ -144,9 +151,14 @@ def _keys(rows: pd.DataFrame) -> list[str]:
     return sorted(set(_row_keys(rows)))
 
 
-def _calibration(keys: list[str], x: list[float]) -> Calibration:
+def _attention_keys(rows: pd.DataFrame) -> list[str]:
+    """The attention-efficiency parameters these rows can fit: the architectures of their fused-attention runs."""
+    return sorted({gpus.get(g).architecture for g, f in zip(rows["GPU"], rows["flags"]) if f["flash_attention"]})
+
+
+def _calibration(keys: list[str], attention: list[str], x: list[float]) -> Calibration:
     n = len(keys)
-    return Calibration.fitted(tuple(zip(keys, x[:n])), x[n], x[n + 1], x[n + 2])
+    return Calibration.fitted(tuple(zip(keys, x[:n])), x[n], x[n + 1], tuple(zip(attention, x[n + 2:])))
 
 
 def _golden(f, low: float, high: float, iterations: int = 24) -> float:
@@ -172,19 +184,19 @@ def fit(rows: pd.DataFrame, *, sweeps: int = 3) -> Calibration:
     (coordinate descent, golden-section search within :data:`BOUNDS` per parameter)."""
     if rows.empty:
         raise ValueError("rows must hold at least one run to fit on")
-    keys = _keys(rows)
-    bounds = [BOUNDS["gemm"]] * len(keys) + [BOUNDS[k] for k in ("elementwise_passes", "overlap_efficiency",
-                                                                  "attention_efficiency")]
-    x = [0.7] * len(keys) + [2.0, 0.5, 0.7]
+    keys, attention = _keys(rows), _attention_keys(rows)
+    bounds = [BOUNDS["gemm"]] * len(keys) + [BOUNDS[k] for k in ("elementwise_passes", "overlap_efficiency")] + \
+        [BOUNDS["attention_efficiency"]] * len(attention)
+    x = [0.7] * len(keys) + [2.0, 0.5] + [0.7] * len(attention)
     published = np.log(rows["published"].to_numpy())
 
     def loss(values: list[float]) -> float:
-        return float(np.mean((np.log(predict(rows, _calibration(keys, values))) - published) ** 2))
+        return float(np.mean((np.log(predict(rows, _calibration(keys, attention, values))) - published) ** 2))
 
     for _ in range(sweeps):
         for i, (low, high) in enumerate(bounds):
             x[i] = _golden(lambda v: loss(x[:i] + [v] + x[i + 1:]), low, high)
-    return _calibration(keys, x)
+    return _calibration(keys, attention, x)
 
 
 def errors(rows: pd.DataFrame, calibration: Calibration) -> np.ndarray:
@@ -221,8 +233,8 @@ def fitted_table() -> pd.DataFrame:
     fitted = fit(calibration)
     residuals = leave_one_family_out(calibration)
     entries = [("parameter", f"gemm_efficiency/{k}", v) for k, v in fitted.gemm_efficiency]
-    entries += [("parameter", name, getattr(fitted, name))
-                for name in ("elementwise_passes", "overlap_efficiency", "attention_efficiency")]
+    entries += [("parameter", name, getattr(fitted, name)) for name in ("elementwise_passes", "overlap_efficiency")]
+    entries += [("parameter", f"attention_efficiency/{k}", v) for k, v in fitted.attention_efficiency]
     # An architecture without runs errs at least as much as one with: its band spans every residual's.
     ends = {}
     for label, errs in (("calibrated", residuals[residuals["covered"]]["error"]), ("uncalibrated", residuals["error"])):

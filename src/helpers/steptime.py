@@ -9,7 +9,8 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
 - **compute**: matrix products at a calibrated fraction of the dense peak, each no faster than
   its own memory traffic (a per-GEMM roofline, Williams et al. 2009); causal FlashAttention
   (Dao 2023, arXiv:2307.08691: 2 matmuls forward, 5 backward, half of them skipped by the causal
-  mask) or, for unfused attention, the full score matrix; element-wise kernels (norms,
+  mask), at the speed of the run's kernel (:data:`ATTENTION_KERNELS`), or, for unfused attention,
+  the full score matrix; element-wise kernels (norms,
   activations, dropout, residuals) that stream the layer's activations, whose bytes follow
   :func:`memory.layer_activation_bytes` (Korthikanti et al. 2022, arXiv:2205.05198, Eq. 1-2, from
   the layer's own shapes), a calibrated number of times.
@@ -65,6 +66,13 @@ FP8_CAST_BYTES = 3
 #: dropout (see :func:`terms`).
 SCORE_BYTES = 8
 DROPOUT_SCORE_BYTES = 5
+#: Speed of each fused attention kernel relative to FlashAttention-2 (and its successors: cuDNN's
+#: fused attention, FlashAttention-3), which the calibration runs used. Dao 2023, arXiv:2307.08691,
+#: Sec. 4.1 (A100, forward and backward): FlashAttention-2 is "around 2x faster than FlashAttention
+#: and FlashAttention in xformers (the 'cutlass' implementation)" ("flash1", the kernels of runs
+#: from before July 2023) and "around 1.3-1.5x faster than FlashAttention in Triton" ("triton",
+#: taken as 1.4x).
+ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 0.5, "triton": 1 / 1.4}
 #: PyTorch DDP's and Megatron's gradient bucket (``bucket_cap_mb=25``; Li et al. 2020, arXiv:2006.15704).
 BUCKET_BYTES = 25 * 2**20
 
@@ -86,6 +94,8 @@ class Layout:
     gathers them inside its ``step()``, before the next forward starts (``all_gather_dp_groups`` in
     ``deepspeed/runtime/zero/stage_1_and_2.py``: "ready for next round forward"), exposed.
     ``dropout``: whether the model trains with dropout (masks to store and stream).
+    ``attention_kernel``: which fused kernel runs attention when ``flash_attention`` is set (a key
+    of :data:`ATTENTION_KERNELS`).
     """
 
     tp: int = 1
@@ -105,12 +115,14 @@ class Layout:
     tp_overlap: bool = False
     gather_overlap: bool = True
     grad_bytes: int | None = None
+    attention_kernel: str = "flash2"
 
     def __post_init__(self) -> None:
         for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp"):
             check_positive(name, getattr(self, name), integer=True)
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
         check_choice("recompute", self.recompute, RECOMPUTE)
+        check_choice("attention_kernel", self.attention_kernel, tuple(ATTENTION_KERNELS))
         check_dtype(self.dtype, formats.names("training"))
         for name in ("sequence_parallel", "flash_attention", "dropout", "overlap", "tp_overlap", "gather_overlap"):
             check_bool(name, getattr(self, name))
@@ -192,44 +204,54 @@ def _defaults() -> dict[str, Network]:
 @dataclass(frozen=True)
 class Calibration:
     """The few efficiency parameters of the step model, fitted on published runs
-    (:func:`validation.fit_calibration`): the fraction of dense peak large matrix products reach,
-    per (architecture, dtype); attention kernels' efficiency relative to that; how many times
-    element-wise kernels stream the stored activations; and the share of the hideable compute that
-    overlapped communication actually hides."""
+    (:func:`calibration.fit`): the fraction of dense peak large matrix products reach, per
+    (architecture, dtype); fused attention kernels' efficiency relative to that, per architecture
+    (FlashAttention-2 comes close to GEMM efficiency on A100 but not on H100: Dao 2023,
+    arXiv:2307.08691, Sec. 4.1; Shah et al. 2024, FlashAttention-3, arXiv:2407.08608, Sec. 1); how
+    many times element-wise kernels stream the stored activations; and the share of the hideable
+    compute that overlapped communication actually hides."""
 
     gemm_efficiency: tuple[tuple[str, float], ...] = ()
     elementwise_passes: float = 2.0
     overlap_efficiency: float = 1.0
-    attention_efficiency: float = 1.0
+    attention_efficiency: tuple[tuple[str, float], ...] = ()
     default_efficiency: float = 0.7
+    default_attention: float = 1.0
 
     def __post_init__(self) -> None:
         for key, value in self.gemm_efficiency:
             check_positive(f"gemm_efficiency[{key}]", value)
             if value > 1:
                 raise ValueError(f"gemm_efficiency[{key}] is a fraction of peak, at most 1, got {value}")
+        for key, value in self.attention_efficiency:
+            check_positive(f"attention_efficiency[{key}]", value)
         check_positive("elementwise_passes", self.elementwise_passes, allow_zero=True)
         check_positive("overlap_efficiency", self.overlap_efficiency, allow_zero=True)
-        check_positive("attention_efficiency", self.attention_efficiency)
         check_positive("default_efficiency", self.default_efficiency)
+        check_positive("default_attention", self.default_attention)
 
     @classmethod
     def from_table(cls, table) -> "Calibration":
         """From rows of (parameter, value): ``gemm_efficiency/<architecture>/<dtype>``,
-        ``elementwise_passes``, ``overlap_efficiency``, ``attention_efficiency``."""
+        ``elementwise_passes``, ``overlap_efficiency``, ``attention_efficiency/<architecture>``."""
         values = dict(zip(table["parameter"], table["value"].astype(float)))
-        gemm = tuple((k.split("/", 1)[1], v) for k, v in values.items() if k.startswith("gemm_efficiency/"))
-        return cls.fitted(gemm, values["elementwise_passes"], values["overlap_efficiency"], values["attention_efficiency"])
+
+        def keyed(prefix: str) -> tuple[tuple[str, float], ...]:
+            return tuple((k.split("/", 1)[1], v) for k, v in values.items() if k.startswith(prefix + "/"))
+        return cls.fitted(keyed("gemm_efficiency"), values["elementwise_passes"], values["overlap_efficiency"],
+                          keyed("attention_efficiency"))
 
     @classmethod
     def fitted(cls, gemm_efficiency: tuple[tuple[str, float], ...], elementwise_passes: float,
-               overlap_efficiency: float, attention_efficiency: float) -> "Calibration":
-        """A calibration whose default efficiency, for architectures without runs, is the mean of the
-        fitted 16-bit GEMM efficiencies."""
+               overlap_efficiency: float, attention_efficiency: tuple[tuple[str, float], ...]) -> "Calibration":
+        """A calibration whose defaults, for architectures without runs, are the means of the
+        fitted 16-bit GEMM efficiencies and of the fitted attention efficiencies."""
         sixteen = [v for k, v in gemm_efficiency if not k.endswith("/fp8")]
+        attention = [v for _, v in attention_efficiency]
         return cls(gemm_efficiency=gemm_efficiency, elementwise_passes=elementwise_passes,
                    overlap_efficiency=overlap_efficiency, attention_efficiency=attention_efficiency,
-                   default_efficiency=sum(sixteen) / len(sixteen) if sixteen else cls.default_efficiency)
+                   default_efficiency=sum(sixteen) / len(sixteen) if sixteen else cls.default_efficiency,
+                   default_attention=sum(attention) / len(attention) if attention else cls.default_attention)
 
     def efficiency(self, architecture: str, dtype: str) -> float:
         """GEMM efficiency for ``architecture``/``dtype``: the fitted value, else the
@@ -239,6 +261,11 @@ class Calibration:
             if key in table:
                 return table[key]
         return self.default_efficiency
+
+    def attention(self, architecture: str) -> float:
+        """Attention kernels' efficiency relative to GEMMs on ``architecture``: the fitted value, else
+        :attr:`default_attention` (mean of the fitted ones)."""
+        return dict(self.attention_efficiency).get(architecture, self.default_attention)
 
 
 @dataclass(frozen=True)
@@ -349,7 +376,7 @@ def _group_link(fabric: tuple[float, ...], members_inside, n):
 
 def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
           vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
-          tp_overlap=False, gather_overlap=True, grad_bytes=None,
+          tp_overlap=False, gather_overlap=True, grad_bytes=None, attention_kernel: str = "flash2",
           network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
     """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
 
@@ -369,7 +396,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
         attn_dtype = "fp16"
     lin_rate = gpu.peak_flops(dtype) * calibration.efficiency(gpu.architecture, dtype)
     attn_rate = gpu.peak_flops(attn_dtype) * calibration.efficiency(gpu.architecture, attn_dtype) * \
-        calibration.attention_efficiency
+        calibration.attention(gpu.architecture)
     elem = 4 if dtype in ("fp32", "tf32") else 2
     tokens = b * s  # per micro-batch
 
@@ -384,7 +411,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     # matrix), in the share of the s^2/2 causal pairs that sliding windows leave.
     window = model.attention_pairs(0, s) / (L * s * s / 2)
     causal = np.where(flash, 2.0, 4.0) * tokens * s * model.attention_dim * window / tp
-    attn_fwd = causal / attn_rate
+    attn_fwd = causal / (attn_rate * np.where(flash, ATTENTION_KERNELS[attention_kernel], 1.0))
     attn_bwd = np.where(flash, 2.5, 2.0) * attn_fwd
     # All the layer keeps but the score matrix (selective recompute's share, without FlashAttention).
     stored = memory.layer_activation_bytes(model, b, s, 1, tp, elem, flash_attention=False, sequence_parallel=sp,
