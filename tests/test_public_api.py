@@ -104,6 +104,7 @@ EXAMPLES = {
     "serving.static_batch_throughput": dict(model="llama-2-7b", gpu="H100", batch_size=32, prompt_len=128,
                                             output_len=128),
     "serving.tensor_parallel_time": dict(model="llama-2-7b", gpu="H100", tp=2, tokens=16),
+    "steptime.attention_kernel_for": dict(gpu="V100"),
     "steptime.grad_bytes_default": dict(dtype="bf16"),
     "steptime.max_vpp": dict(n_layers=80, pp=8),
     "steptime.network_for": dict(gpu="A100 80GB"),

@@ -4,7 +4,7 @@ from dataclasses import replace
 
 import pytest
 
-from helpers import comm, gpus, memory, models, steptime
+from helpers import comm, gpus, memory, models, planner, steptime
 from helpers.steptime import Calibration, Layout, Network
 
 #: Parameters chosen for the hand calculations (not the fitted ones): no element-wise traffic.
@@ -67,6 +67,15 @@ def test_older_attention_kernels_run_the_same_flops_slower():
                                                                                                     rel=1e-9)
     unfused = replace(lay, flash_attention=False)
     assert step(replace(unfused, attention_kernel="flash1")).compute == step(unfused).compute  # no fused kernel runs
+
+
+def test_the_planner_uses_the_fastest_attention_kernel_the_gpu_runs():
+    """FlashAttention-2 runs on Ampere, Ada and Hopper and their successors; Turing runs FlashAttention 1,
+    Volta xformers' memory-efficient kernel (flash-attn README), at FlashAttention 1's speed."""
+    assert [steptime.attention_kernel_for(g) for g in ("V100", "T4", "A100 80GB", "L40S", "H100", "B200")] == \
+        ["flash1", "flash1", "flash2", "flash2", "flash2", "flash2"]
+    assert planner.plan("llama-2-7b", "V100", 8, tokens=1e9).layout.attention_kernel == "flash1"
+    assert planner.plan("llama-2-7b", "A100 80GB", 8, tokens=1e9).layout.attention_kernel == "flash2"
 
 
 def test_attention_efficiency_is_per_architecture_with_the_mean_elsewhere():

@@ -5,8 +5,9 @@ For every GPU count the planner tries the layouts a practitioner would: tensor p
 64, interleaved in 2 to 8 chunks where there are at least as many micro-batches as stages
 (stages may hold unequal numbers of layers, as Llama 3 405B's did); data parallelism for the
 rest; ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP;
-micro-batches of 1 to 8 sequences; FlashAttention, with no recompute or full recompute (with
-FlashAttention, selective recompute has nothing left to recompute). The global batch stays near
+micro-batches of 1 to 8 sequences; FlashAttention (the fastest kernel the GPU runs,
+:func:`steptime.attention_kernel_for`), with no recompute or full recompute (with FlashAttention,
+selective recompute has nothing left to recompute). The global batch stays near
 the model's published batch (``data/models.csv``) or, for models without one, the
 compute-optimal batch of DeepSeek-AI 2024 (arXiv:2401.02954, Eq. 1: B = 0.292 * C^0.3271 tokens
 for C FLOPs), whatever the GPU count: the multiples of dp * micro-batch on either side of it
@@ -253,15 +254,17 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     timed = np.zeros(len(owner), dtype=bool)
     timed[base[idx]] = True
     plain = np.flatnonzero(timed)
+    kernel = steptime.attention_kernel_for(g)
     t = steptime.terms(model, g, **{k: v[plain] for k, v in c.items()}, seq_len=seq_len, dtype=dtype,
-                       network=network, calibration=calibration)
+                       attention_kernel=kernel, network=network, calibration=calibration)
     at = (np.cumsum(timed) - 1)[base[idx]]
     t = steptime.interleaved({k: v[at] for k, v in t.items()}, kept["vpp"], kept["pp"],
                              kept["global_batch"] // (kept["dp"] * kept["micro_batch"]))
     per_sequence = sum(t[k] for k in StepTime.TERMS) / kept["global_batch"]  # batches differ between layouts
     out = [None] * len(counts)
     best = _first_of_each(owner[idx], per_sequence)
-    for i, (layout, step) in zip(best, steptime.picked(model, g, kept, t, best, seq_len=seq_len, dtype=dtype)):
+    for i, (layout, step) in zip(best, steptime.picked(model, g, kept, t, best, seq_len=seq_len, dtype=dtype,
+                                                       attention_kernel=kernel)):
         out[owner[idx[i]]] = Plan(gpu=g.name, n_gpus=counts[owner[idx[i]]], layout=layout, step=step,
                                   memory_per_gpu=float(need[idx[i]]), fits=bool(fits[idx[i]]))
     return tuple(out)

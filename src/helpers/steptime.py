@@ -73,6 +73,11 @@ DROPOUT_SCORE_BYTES = 5
 #: from before July 2023) and "around 1.3-1.5x faster than FlashAttention in Triton" ("triton",
 #: taken as 1.4x).
 ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 0.5, "triton": 1 / 1.4}
+#: Architectures without FlashAttention-2 ("Ampere, Ada, or Hopper GPUs ... please use FlashAttention
+#: 1.x for Turing GPUs", Dao-AILab/flash-attention README; later architectures run it or its
+#: successors, AMD's through ROCm's port): Turing runs FlashAttention 1, Volta the memory-efficient
+#: kernel of xformers (PyTorch's SDPA "efficient" backend), which Dao 2023 places with FlashAttention 1.
+FLASH1_ARCHITECTURES = ("Volta", "Turing")
 #: PyTorch DDP's and Megatron's gradient bucket (``bucket_cap_mb=25``; Li et al. 2020, arXiv:2006.15704).
 BUCKET_BYTES = 25 * 2**20
 
@@ -317,6 +322,11 @@ def default_calibration() -> Calibration:
     ``scripts/calibrate.py`` from :func:`calibration.fit`; a test keeps it in step with the data)."""
     table = _data.table("calibration")
     return Calibration.from_table(table[table["kind"] == "parameter"])
+
+
+def attention_kernel_for(gpu: "GPU | str") -> str:
+    """The fastest fused attention kernel that runs on ``gpu`` (a key of :data:`ATTENTION_KERNELS`)."""
+    return "flash1" if gpus.get(gpu).architecture in FLASH1_ARCHITECTURES else "flash2"
 
 
 def max_vpp(n_layers: int, pp: int) -> int:
