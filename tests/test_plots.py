@@ -167,3 +167,12 @@ def test_category_axes_drawn_again_are_what_matplotlib_draws():
     replays.clear()
     canvas.draw()
     assert (replayed == np.asarray(canvas.buffer_rgba())).all()
+
+
+def test_validation_scatter_draws_each_group_and_names_the_band_only_when_drawn(ax):
+    plots.validation_scatter(ax, [10, 20], [8, 15], [11, 18], [13, 22], groups=["a", "b"], unit="ms")
+    assert ax.get_ylabel() == "predicted ms (band)" and ax.get_xscale() == "log"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["a", "b"]
+    ax.clear()
+    plots.validation_scatter(ax, [10, 20], [11, 18], [11, 18], [11, 18], unit="ms")
+    assert ax.get_ylabel() == "predicted ms" and ax.get_legend() is None

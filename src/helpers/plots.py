@@ -547,7 +547,7 @@ def band_bars(ax: Axes, labels: list[str], bands: list, *, highlight: str | None
 def validation_scatter(ax: Axes, published: list[float], low: list[float], expected: list[float], high: list[float],
                        *, groups: list[str] | None = None, unit: str = "", title: str = "") -> Axes:
     """Predicted (expected, with low-high band) against published values on log axes, with the
-    line of perfect agreement and +-25 % guides."""
+    line of perfect agreement and +-25 % guides; the axis says "(band)" only when one is drawn."""
     groups = groups or [""] * len(published)
     for i, group in enumerate(dict.fromkeys(groups)):
         idx = [j for j, g in enumerate(groups) if g == group]
@@ -558,8 +558,9 @@ def validation_scatter(ax: Axes, published: list[float], low: list[float], expec
     ax.plot([lo, hi], [lo, hi], color="0.2", linewidth=1)
     for f in (0.75, 1.25):
         ax.plot([lo, hi], [lo * f, hi * f], color="0.6", linewidth=0.8, linestyle=":")
+    banded = any(l < e or e < h for l, e, h in zip(low, expected, high))
     ax.set(xscale="log", yscale="log", xlim=(lo, hi), ylim=(lo, hi), xlabel=f"published {unit}",
-           ylabel=f"predicted {unit} (band)")
+           ylabel=f"predicted {unit}" + " (band)" * banded)
     subs = (1, 2, 5) if hi / lo < 100 else (1,)  # plain labels, 1-2-5 within two decades, never crowded minor ones
     for axis in (ax.xaxis, ax.yaxis):
         axis.set_major_locator(LogLocator(subs=subs))
