@@ -18,8 +18,8 @@ from .memory import ZERO_STAGES, as_model
 from .models import Model
 from .units import argument, check_choice, check_list, check_positive, check_result, dtype_bytes
 
-#: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``).
-DDP_BUCKET_BYTES = 25 * 2**20
+#: PyTorch DDP's default gradient bucket (``bucket_cap_mb=25``), the step model's own.
+DDP_BUCKET_BYTES = steptime.BUCKET_BYTES
 #: GPU counts a :func:`sweep` tries unless given: one GPU to 1,024, doubling.
 COUNTS = tuple(2**k for k in range(11))
 #: Share of a training step spent in the backward pass (two of its three matrix products).

@@ -8,7 +8,7 @@ import pandas as pd
 from . import compute, cost, gpus
 from .memory import as_model
 from .models import Model
-from .units import DAY, GB, HOUR, MONTH, TFLOPS, argument, check_positive, check_result
+from .units import DAY, GB, HOUR, MONTH, TB, TFLOPS, argument, check_positive, check_result
 
 #: The flagship training GPU of each generation in the catalog, oldest first.
 FLAGSHIPS = ("V100-SXM2-32GB", "A100-SXM4-80GB", "H100-SXM5-80GB", "H200-SXM-141GB", "B200-HGX-192GB", "GB200-NVL72",
@@ -46,7 +46,7 @@ def generations(names: tuple[str, ...] = FLAGSHIPS) -> pd.DataFrame:
     bandwidth (TB/s), power (W) and 16-bit TFLOP/s per kW, with the 16-bit growth over the previous row."""
     table = pd.DataFrame([{"GPU": g.gpu, "year": g.year, "16-bit TFLOP/s": g.flops_16bit / TFLOPS,
                            "FP8 TFLOP/s": None if isnan(g.flops_fp8) else g.flops_fp8 / TFLOPS,
-                           "memory (GB)": g.memory_bytes / GB, "bandwidth (TB/s)": g.bandwidth / 1e12,
+                           "memory (GB)": g.memory_bytes / GB, "bandwidth (TB/s)": g.bandwidth / TB,
                            "power (W)": g.power, "16-bit TFLOP/s per kW": g.flops_16bit / TFLOPS / g.power * 1e3}
                           for g in lineup(names)])
     table["16-bit growth"] = table["16-bit TFLOP/s"] / table["16-bit TFLOP/s"].shift()

@@ -12,6 +12,8 @@ Memory (``data/memory_runs.csv``): measured peak GPU (and, with offload, host) m
 fine-tuning runs with published settings against :func:`memory.training`, nothing fitted.
 """
 
+from functools import cache
+
 import pandas as pd
 
 from . import _data, calibration, comm, compute, gpus, memory, models, planner, scaling, serving, steptime, traffic
@@ -160,6 +162,7 @@ def loaded_runs() -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+@cache
 def static_batch_runs() -> pd.DataFrame:
     """TensorRT-LLM 0.9.0 static batches (``data/static_batch_runs.csv``) against the serving step
     model and the memory model, none of them used to fit either: the mean decoding step
@@ -179,7 +182,8 @@ def static_batch_runs() -> pd.DataFrame:
     to prompt + output - 1; a step's time being linear in its context, that is the step at
     prompt + output / 2. The memory is :func:`memory.inference` of the batch at its full context,
     except that the activation workspace holds the whole batch's prompts, which a static batch
-    prefills at once, rather than one chunk."""
+    prefills at once, rather than one chunk. Computed once (cached; callers must not mutate it):
+    the appendix, ``out_of_sample`` and the benchmarks all read it."""
     cal, (low, high) = serving.default_calibration(), calibration.serving_band()
     rows = []
     for _, row in _data.table("static_batch_runs").iterrows():
