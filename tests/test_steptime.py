@@ -149,6 +149,21 @@ def test_pipeline_sends_cross_the_servers_nic_when_stages_sit_on_different_serve
     assert t.pipeline_p2p == pytest.approx(4 * 2 * send, rel=1e-9)
 
 
+def test_pipeline_sends_without_sequence_parallelism_are_scattered_then_gathered_over_nvlink():
+    """Narayanan et al. 2021, Sec. 4.1: without sequence parallelism each of the 8 ranks still sends
+    only its 1/8 of the activations over its NIC, and the next stage all-gathers the whole tensor
+    over NVLink (7 hops, 7/8 of it per GPU): the sends cost what they cost under sequence
+    parallelism plus that all-gather."""
+    kw = dict(tp=8, pp=2, global_batch=4, seq_len=2048, zero_stage=0)
+    net = Network(8, 8, "ib-hdr")
+    split = step(Layout(**kw), network=net)
+    whole = step(Layout(**kw, sequence_parallel=False), network=net)
+    nvlink = comm.gpu_link(A100, 1)
+    gather = comm.alpha_beta(7, nvlink.hop_latency, 7 / 8 * 2048 * GPT.d_model * 2,
+                             nvlink.bandwidth * nvlink.achieved_fraction)
+    assert whole.pipeline_p2p == pytest.approx(split.pipeline_p2p + 4 * 2 * gather, rel=1e-9)
+
+
 def test_data_parallel_all_reduce_over_one_nic_per_gpu_without_overlap():
     """TP 8 x DP 16 on DGX H100 servers: each data-parallel ring has one GPU per server and runs over
     that GPU's 400 Gb/s NIC; Megatron reduces bf16 gradients in fp32. Without overlap all of it is exposed."""

@@ -22,7 +22,10 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
   pipelined with the matrix products (``tp_overlap``), which can hide them up to their own time.
 - **pipeline_bubble**: (pp - 1) / vpp idle micro-batch slots (Narayanan et al. 2021,
   arXiv:2104.04473, Sec. 2.2); **pipeline_p2p**: the activation and gradient sends between
-  stages, vpp of each per micro-batch.
+  stages, vpp of each per micro-batch, each tensor-parallel rank sending a 1/tp share that the
+  next stage all-gathers over NVLink unless sequence parallelism keeps it split (Narayanan et al.
+  2021, Sec. 4.1, "scatter/gather", Megatron-LM's default; DeepSpeed's pipeline engine partitions
+  its sends over the tensor-parallel ranks the same way, ``is_pipe_partitioned``).
 - **data_parallel**: the exposed part of the gradient all-reduce behind the last micro-batch's
   backward pass (ZeRO-0); of the gradient reduce-scatter there and the weight all-gather behind
   the next forward pass (ZeRO-1/2, Megatron's distributed optimizer); or of ZeRO-3's weight
@@ -452,8 +455,11 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
 
     # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
     # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
+    # Each tensor-parallel rank sends its 1/tp share; without sequence parallelism the receiving
+    # ranks all-gather the shares over their own link (scatter/gather).
     p2p_bw, p2p_latency = _group_link(fabric, np.where(tp * dp < network.gpus_per_server, 2, 1), 2)
-    send = comm.alpha_beta(1, p2p_latency, activation_bytes / np.where(sp, tp, 1), p2p_bw)
+    send = comm.alpha_beta(1, p2p_latency, activation_bytes / tp, p2p_bw) + \
+        np.where(sp, 0.0, _collective((tp - 1) / tp, tp - 1, activation_bytes, tp_bw, tp_latency))
     p2p_mb = np.where(pp > 1, 2 * v * send, 0.0)
 
     compute_mb = layers * layer_train + head
