@@ -308,6 +308,8 @@ CASES = [
     (memory.training, dict(model="llama-2-7b", dtype="fp32", amp=True), r"amp=True autocasts to a 16-bit dtype"),
     (memory.training, dict(model="llama-2-7b", zero_stage=3, offload="parameters", max_live_parameters=-1),
      r"max_live_parameters must be a positive number"),
+    (memory.training, dict(model="llama-2-7b", zero_stage=2, offload="optimizer", reduce_bucket_size=0),
+     r"reduce_bucket_size must be a positive number"),
     (Estimate, dict(low=2.0, expected=1.0, high=3.0), r"Estimate needs low <= expected <= high, got 2\.0, 1\.0, 3\.0"),
     (compare.band, dict(row=compare.training_table("llama-2-7b", 1e12, 8).iloc[0], prefix="hours"),
      r"prefix='hours': the row has no column 'hours low'"),

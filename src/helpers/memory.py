@@ -56,8 +56,9 @@ MAX_LIVE_PARAMETERS = 1e9
 
 #: DeepSpeed's ``reduce_bucket_size`` default: gradient elements its contiguous buffer holds on the GPU
 #: while they are reduced and, under ZeRO-Offload, copied to the host (DeepSpeed configuration JSON
-#: reference, ZeRO optimizations; the buffer is allocated in deepspeed/runtime/zero/stage_1_and_2.py
-#: and stage3.py).
+#: reference, ZeRO optimizations). The buffer is allocated whole, in the gradients' dtype, however few
+#: parameters train (``torch.empty(self.reduce_bucket_size, ...)`` in deepspeed/runtime/zero/stage3.py
+#: and stage_1_and_2.py); Hugging Face Trainer's ``"auto"`` sets it to hidden_size².
 REDUCE_BUCKET_SIZE = 5e8
 
 #: CUDA context and kernels, measured by Hugging Face before any tensor was allocated:
@@ -331,7 +332,8 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
              zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, method: str = "full",
              master_weights: bool = True, lora_rank: int = 16, flash_attention: bool = True,
              dropout: bool = False, amp: bool = False, offload: str = "none",
-             max_live_parameters: float = MAX_LIVE_PARAMETERS) -> MemoryBreakdown:
+             max_live_parameters: float = MAX_LIVE_PARAMETERS,
+             reduce_bucket_size: float = REDUCE_BUCKET_SIZE) -> MemoryBreakdown:
     """Peak training memory per GPU, and the host memory offload needs.
 
     ``dtype`` is the compute dtype: fp16/bf16 mean mixed precision with 16-bit weights and
@@ -341,7 +343,8 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     ``offload`` (:data:`OFFLOADS`, DeepSpeed ZeRO-Offload): "optimizer" keeps the optimizer
     states (with the fp32 master weights) and an fp32 copy of the gradients in host memory, where
     the optimizer step runs; the GPU keeps its 16-bit weights, and its gradients only on their way
-    to the host, through a bucket of :data:`REDUCE_BUCKET_SIZE` elements (Ren et al. 2021,
+    to the host, through DeepSpeed's bucket of ``reduce_bucket_size`` elements, allocated whole
+    even when fewer parameters train (:data:`REDUCE_BUCKET_SIZE`; Ren et al. 2021,
     arXiv:2101.06840, Sec. 4: 2 bytes per parameter left on the GPU, which is how a 13B model
     trains on one 32 GB V100); "parameters" (ZeRO-3 only) keeps the weight shard there too, and the
     GPU holds the weights gathered for the layers at work: up to ``max_live_parameters``
@@ -366,6 +369,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     check_bool("amp", amp)
     check_choice("offload", offload, OFFLOADS)
     check_positive("max_live_parameters", max_live_parameters)
+    check_positive("reduce_bucket_size", reduce_bucket_size)
     check_split(m, tp, pp, dp)
     if pp > 1 and zero_stage >= 2:
         raise ValueError(f"zero_stage={zero_stage} does not combine with pp={pp}: ZeRO-2 and ZeRO-3 are "
@@ -382,7 +386,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
         element = 2 if half and not amp else 4  # bytes of each gradient on the GPU
         host, optimizer_bytes = optimizer_bytes + gradients * 4 / element, 0.0
-        gradients = min(gradients, REDUCE_BUCKET_SIZE * element)  # streamed there
+        gradients = reduce_bucket_size * element  # streamed there through the whole bucket
     if offload == "parameters":  # the shard on the host; the GPU holds the weights gathered for the layers at work
         largest = max(d_in * d_out for d_in, d_out, _ in _full_shapes(m))
         gathered = (max_live_parameters + largest) * states[0] / m.n_params / (tp * pp)
