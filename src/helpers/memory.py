@@ -69,7 +69,7 @@ RUNTIME_OVERHEAD = 1343 * MiB
 #: Share of a GPU's memory to keep free for the allocator's fragmentation and framework buffers,
 #: an assumption of this book: a breakdown that fits with less to spare is read as not fitting
 #: in practice (the measured fine-tuning runs of ``data/memory_runs.csv`` exceed the model by up
-#: to a quarter where activations are kept).
+#: to a fifth where activations are kept, the DeepSpeed offload run by almost a third).
 HEADROOM = 0.05
 
 #: Tokens one prefill forward pass processes at a time when a server chunks long prompts

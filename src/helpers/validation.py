@@ -87,7 +87,8 @@ def _memory_run(row: pd.Series) -> memory.MemoryBreakdown:
 
 
 def memory_runs() -> pd.DataFrame:
-    """Measured fine-tuning memory against :func:`memory.training` (GiB; error: predicted / measured - 1).
+    """Measured fine-tuning memory against :func:`memory.training` (GiB; error: predicted / measured - 1),
+    with each run's recompute and offload settings.
 
     The GPU figure compares like with like: NVML's used memory ("device") with the whole estimate,
     the allocator's peak ("allocator", ``torch.cuda.max_memory_allocated``) with the estimate less
@@ -101,7 +102,8 @@ def memory_runs() -> pd.DataFrame:
         host = measured_host = float("nan")
         if not pd.isna(r["host_baseline"]):
             host, measured_host = b.host / GiB, r["measured_host_gib"] - table.loc[r["host_baseline"], "measured_host_gib"]
-        out.append({"id": run_id, "run": r["run"], "measured GPU (GiB)": r["measured_gpu_gib"], "predicted GPU (GiB)": gpu,
+        out.append({"id": run_id, "run": r["run"], "recompute": r["recompute"], "offload": r["offload"],
+                    "measured GPU (GiB)": r["measured_gpu_gib"], "predicted GPU (GiB)": gpu,
                     "GPU error": gpu / r["measured_gpu_gib"] - 1, "measured host (GiB)": measured_host,
                     "predicted host (GiB)": host, "host error": host / measured_host - 1, "basis": r["gpu_basis"],
                     "source": r["source"]})
