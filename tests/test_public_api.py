@@ -55,6 +55,7 @@ QWEN3 = pathlib.Path(helpers.__file__).parent / "data" / "configs" / "qwen3-8b.j
 EXAMPLES = {
     "calibration.band": dict(gpu="H100", dtype="bf16"),
     "claims.finding": dict(claim_id="adam-2x"),
+    "memory.activation_value_bytes": dict(dtype="tf32"),
     "compare.frame": dict(estimates=()),
     "claims.get": dict(claim_id="weights-175b"),
     "claims.title": dict(claim_id="gpt3-175b"),

@@ -312,6 +312,16 @@ def test_memory_helpers_agree_with_training():
         assert sum(states) + acts + memory.RUNTIME_OVERHEAD == pytest.approx(expect.total)
 
 
+def test_planned_memory_agrees_with_training_in_every_training_format():
+    """planner.layout_bytes of a layout equals memory.training's total with the same settings, fp32
+    and TF32 included (their activations take 4 bytes a value, where mixed precision keeps 2)."""
+    for dtype in ("bf16", "fp32", "tf32"):
+        for rc in ("none", "full"):
+            lay = Layout(dp=8, micro_batch=2, global_batch=16, seq_len=2048, zero_stage=3, recompute=rc, dtype=dtype)
+            expect = memory.training(GPT, dtype=dtype, micro_batch_size=2, seq_len=2048, recompute=rc, zero_stage=3, dp=8)
+            assert planner.layout_bytes(GPT, lay) == pytest.approx(expect.total), (dtype, rc)
+
+
 def test_a_layout_describes_itself_and_names_recompute_only_when_used():
     plain = steptime.Layout(tp=2, pp=1, dp=4, micro_batch=1, global_batch=8, seq_len=2048, zero_stage=1, recompute="none")
     assert plain.describe() == "TP 2 x PP 1 x DP 4, micro-batch 1, ZeRO-1"

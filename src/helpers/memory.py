@@ -277,8 +277,16 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     check_bool("amp", amp)
     check_split(model, tp)
     return float(layer_activation_bytes(model, micro_batch_size, seq_len, RECOMPUTE.index(recompute), tp,
-                                        4 if dtype in ("fp32", "tf32") else 2, flash_attention=flash_attention,
+                                        activation_value_bytes(dtype), flash_attention=flash_attention,
                                         dropout=dropout, amp=amp))
+
+
+def activation_value_bytes(dtype: str) -> int:
+    """Bytes of each stored activation value when training in ``dtype``: 4 in fp32 and tf32 (TF32
+    is a math mode over fp32 tensors), else 2 (16-bit activations; FP8 training keeps most of them
+    in 16 bits)."""
+    check_dtype(dtype, formats.names("training"))
+    return 4 if dtype in ("fp32", "tf32") else 2
 
 
 def first_stage_layers(n_layers, pp):

@@ -129,7 +129,8 @@ def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: s
     FlashAttention, sequence parallelism and no dropout, as modern pre-training recipes do."""
     states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
     weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"])
-    per_layer = memory.layer_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"], 2,
+    per_layer = memory.layer_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"],
+                                              memory.activation_value_bytes(dtype),
                                               flash_attention=flash_attention, sequence_parallel=sequence_parallel,
                                               dropout=dropout)
     interleave = np.where(c["vpp"] > 1, 1 + (c["pp"] - 1) / (c["pp"] * c["vpp"]), 1.0)

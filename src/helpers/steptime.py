@@ -410,7 +410,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     lin_rate = gpu.peak_flops(dtype) * calibration.efficiency(gpu.architecture, dtype)
     attn_rate = gpu.peak_flops(attn_dtype) * calibration.efficiency(gpu.architecture, attn_dtype) * \
         calibration.attention(gpu.architecture)
-    elem = 4 if dtype in ("fp32", "tf32") else 2
+    elem = memory.activation_value_bytes(dtype)
     tokens = b * s  # per micro-batch
 
     # Matrix products of one layer, forward: each no faster than its own traffic.
