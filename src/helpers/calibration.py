@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from . import _data, gpus, models, planner, serving, steptime
+from . import _data, gpus, memory, models, planner, serving, steptime
 from .flops import flops_per_token
 from .memory import RECOMPUTE
 from .steptime import Calibration, Layout
@@ -251,6 +251,8 @@ def fitted_table() -> pd.DataFrame:
     served = pd.DataFrame([(k, p, float(f"{v:.4g}")) for k, p, v in serving_entries()], columns=["kind", "parameter", "value"])
     served["basis"] = (f"{len(inference)} inference calibration rows ({', '.join(sorted(inference['group'].unique()))});"
                        " bands: leave-one-group-out errors")
+    served.loc[served["parameter"] == "serving/kv_block_bandwidth", "basis"] = \
+        f"{len(single_client_runs())} NIM single-client runs (loaded_serving_runs.csv): the trend of the error with the context"
     return pd.concat([table, served], ignore_index=True)
 
 
@@ -365,14 +367,55 @@ def serving_leave_one_group_out(rows: pd.DataFrame) -> pd.Series:
     return error
 
 
+#: Search range of ``kv_block_bandwidth``, bytes/s per thread block.
+KV_BLOCK_BOUNDS = (5e9, 500e9)
+
+
+@cache
+def single_client_runs() -> pd.DataFrame:
+    """NIM's closed-loop runs with one client (``data/loaded_serving_runs.csv``), each as the
+    decoding step of one sequence at its prompt plus half its output of context, read with one
+    thread block per KV head (TensorRT-LLM without multi-block mode), against its inter-token
+    latency in seconds; ``config`` names the model, GPU count and weights, whose runs differ only
+    in their prompt and output lengths."""
+    table = _data.table("loaded_serving_runs")
+    table = table[table["concurrency"] == 1]
+    steps = [serving.decode_steps(r["model"], r["gpu"], tp=int(r["n_gpus"]), context_len=int(r["prompt_len"]) +
+                                  int(r["output_len"]) // 2, weight_dtype=r["weight_dtype"],
+                                  kv_dtype=memory.serving_kv_dtype(r["weight_dtype"]), split_kv=False)
+             for _, r in table.iterrows()]
+    return table.assign(published=table["itl_ms"] / 1000, steps=steps,
+                        config=table["model"] + " " + table["n_gpus"].astype(str) + " x " + table["gpu"] + " " +
+                        table["weight_dtype"])
+
+
+def fit_kv_block_bandwidth(rows: pd.DataFrame, calibration: serving.ServingCalibration) -> float:
+    """The ``kv_block_bandwidth`` that best explains how each configuration's single-client time
+    per token drifts from the model as its context grows (:func:`single_client_runs`): least
+    squares of the log errors less each configuration's mean, so that only the trend with the
+    context enters, not the level, which the other parameters set (golden-section search on a log
+    scale within :data:`KV_BLOCK_BOUNDS`)."""
+    published = np.log(rows["published"].to_numpy())
+
+    def loss(log_bandwidth: float) -> float:
+        made = replace(calibration, kv_block_bandwidth=10 ** log_bandwidth)
+        error = pd.Series(np.log([s.seconds(made)["total"][0] for s in rows["steps"]]) - published, index=rows.index)
+        return float(((error - error.groupby(rows["config"]).transform("mean")) ** 2).mean())
+
+    return 10 ** _golden(loss, *np.log10(KV_BLOCK_BOUNDS))
+
+
 def serving_entries() -> list[tuple[str, str, float]]:
     """The serving rows of ``data/calibration.csv``: the parameters fitted on every calibration
-    row, and one band of time factors for every kind of measurement (quantiles
+    row (``kv_block_bandwidth`` then on NIM's single-client runs, :func:`fit_kv_block_bandwidth`),
+    and one band of time factors for every kind of measurement (quantiles
     :data:`BAND_QUANTILES` of published / predicted seconds out of sample, pooled over decoding,
     prefill and static batches, which are too few apart; widened to include 1)."""
     rows = serving_runs()
     calibration = rows[rows["split"] == "calibration"]
-    entries = [("parameter", k, v) for k, v in fit_serving(calibration).to_entries()]
+    fitted = fit_serving(calibration)
+    fitted = replace(fitted, kv_block_bandwidth=fit_kv_block_bandwidth(single_client_runs(), fitted))
+    entries = [("parameter", k, v) for k, v in fitted.to_entries()]
     ratio = 1 / (1 + serving_leave_one_group_out(calibration))  # published / predicted seconds
     ends = (min(float(np.quantile(ratio, BAND_QUANTILES[0])), 1), max(float(np.quantile(ratio, BAND_QUANTILES[1])), 1))
     entries += [("band", f"serving/q{int(q * 100):02d}", v) for q, v in zip(BAND_QUANTILES, ends)]

@@ -27,6 +27,16 @@ generation phase', docs/source/gpt_attention.md, from v0.7; FlashInfer; vLLM). O
 read it once per query head, and a fitted share ``kv_rereads`` of those extra reads misses the
 cache: the KV traffic is 1 + (g - 1)·kv_rereads times the cache for groups of g query heads.
 
+A decoding kernel that gives each sequence and KV head (each query head, without the grouped
+kernel) one thread block reads the cache no faster than those blocks can pull it: with a few
+dozen blocks at batch 1, a fraction of an HBM GPU's bandwidth. TensorRT-LLM's decoding attention
+works that way unless its multi-block mode splits the cache, which NVIDIA recommends when batch x
+heads is below the multiprocessor count (docs/source/gpt_attention.md, "multi-block mode");
+Flash-Decoding (Dao et al. 2023), FlashInfer and vLLM's partitioned paged attention split it too
+(``split_kv``, the default). Without the split the cache streams at the lesser of the fitted
+bandwidth and ``kv_block_bandwidth`` per block (Little's law: one block's loads in flight over the
+memory latency), fitted on how NIM's single-client time per token grows with the prompt.
+
 A batch served with static batching (TensorRT-LLM's gptSessionBenchmark, for instance) takes one
 prefill step over all prompts, then one decoding step per further output token at a context one
 longer each time; its output throughput is batch x output tokens over that time.
@@ -56,13 +66,16 @@ ACTIVATION_BYTES = 2
 class ServingCalibration:
     """Fitted parameters of the step model (see the module docstring): the fraction of peak
     bandwidth streaming reaches, of dense peak compute reaches per architecture, how much the two
-    overlap, the fixed seconds per layer and step, and the CUDA-core operations weight-only formats
-    spend dequantizing each byte of weights they stream."""
+    overlap, the fixed seconds per layer and step, the share of per-query-head KV re-reads that
+    miss the cache, the bytes/s one thread block of an unsplit decoding kernel reads the cache at,
+    and the CUDA-core operations weight-only formats spend dequantizing each byte of weights they
+    stream. The defaults are round placeholders; the fitted values are in ``data/calibration.csv``."""
 
     bandwidth_fraction: float = 0.8
     overlap: float = 0.5
     layer_seconds: float = 50e-6
     kv_rereads: float = 0.0
+    kv_block_bandwidth: float = 50e9
     compute_fraction: tuple[tuple[str, float], ...] = ()
     dequant_ops: tuple[tuple[str, float], ...] = ()
 
@@ -76,6 +89,7 @@ class ServingCalibration:
         for key, value in self.dequant_ops:
             check_positive(f"dequant_ops[{key}]", value, allow_zero=True)
         check_positive("layer_seconds", self.layer_seconds, allow_zero=True)
+        check_positive("kv_block_bandwidth", self.kv_block_bandwidth)
 
     def compute_for(self, architecture: str) -> float:
         """Fraction of dense peak for ``architecture``; the mean of the fitted ones for an
@@ -108,7 +122,8 @@ class ServingCalibration:
         pairs = {k[len("serving/"):]: v for k, v in values.items() if k.startswith("serving/")}
         grouped = {name: tuple((k.split("/", 1)[1], v) for k, v in pairs.items() if k.startswith(name + "/"))
                    for name in ("compute_fraction", "dequant_ops")}
-        return cls(pairs["bandwidth_fraction"], pairs["overlap"], pairs["layer_seconds"], pairs["kv_rereads"], **grouped)
+        scalars = {f.name: pairs[f.name] for f in fields(cls) if f.name in pairs and f.name not in grouped}
+        return cls(**scalars, **grouped)
 
 
 @cache
@@ -122,8 +137,10 @@ def default_calibration() -> ServingCalibration:
 class Steps:
     """Per-GPU work of a sequence of engine steps, one array element per step: FLOPs, bytes of
     the weights read, KV-cache bytes, and the seconds of tensor-parallel all-reduces; with the
-    GPU's peaks, the model's depth, and ``kv_group``, the query heads per KV head when the
-    attention kernel reads the cache once per query head (1 when it shares it). Steps of several
+    GPU's peaks, the model's depth, ``kv_group``, the query heads per KV head when the
+    attention kernel reads the cache once per query head (1 when it shares it), and ``kv_blocks``,
+    the thread blocks an unsplit decoding kernel reads the cache with (0 where it splits the cache
+    over as many as the GPU needs: the prefill, and split-KV decoding). Steps of several
     weight formats at once are rows of 2-D arrays, with ``peak_flops`` a column and ``kernel`` a
     tuple, one per format."""
 
@@ -138,6 +155,7 @@ class Steps:
     architecture: str
     kernel: str | tuple[str, ...] = ""
     kv_group: int = 1
+    kv_blocks: "float | np.ndarray" = 0.0
 
     def seconds(self, calibration: ServingCalibration | None = None) -> dict[str, np.ndarray]:
         """Each term of every step (see the module docstring), their ``total``, and the
@@ -147,10 +165,12 @@ class Steps:
         compute = self.flops / (self.peak_flops * cal.compute_for(self.architecture))
         stream = self.bandwidth * cal.bandwidth_fraction
         kv = self.kv_bytes * (1 + (self.kv_group - 1) * cal.kv_rereads)
+        blocks = np.asarray(self.kv_blocks, dtype=float)
+        kv_stream = np.where(blocks > 0, np.minimum(stream, blocks * cal.kv_block_bandwidth), stream)
         ops = cal.dequant_for(self.kernel) if isinstance(self.kernel, str) else \
             np.array([[cal.dequant_for(k)] for k in self.kernel])
         dequant = self.weight_bytes * ops / self.vector_flops
-        memory = self.weight_bytes / stream + dequant + kv / stream
+        memory = self.weight_bytes / stream + dequant + kv / kv_stream
         busy = np.maximum(compute, memory) + (1 - cal.overlap) * np.minimum(compute, memory)
         fixed = np.full_like(busy, self.n_layers * cal.layer_seconds)
         roofline = np.maximum(self.flops / self.peak_flops, (self.weight_bytes + self.kv_bytes) / self.bandwidth)
@@ -253,10 +273,11 @@ def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
 
 
 def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: "str | tuple[str, ...]",
-           kv_dtype: "str | tuple[str, ...]", flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1) -> Steps:
+           kv_dtype: "str | tuple[str, ...]", flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1,
+           kv_blocks=0.0) -> Steps:
     """:class:`Steps` from per-sequence FLOPs and KV tokens; every argument but the model, GPU,
-    group and formats may be an array over steps (batch sizes included). With tuples of weight and
-    KV formats, the steps are rows of 2-D arrays, one row per pair of formats."""
+    group and formats may be an array over steps (batch sizes and thread blocks included). With
+    tuples of weight and KV formats, the steps are rows of 2-D arrays, one row per pair of formats."""
     if isinstance(weight_dtype, str):
         weights, kv_per_layer, peak = _per_gpu(m, g, tp, weight_dtype, kv_dtype)
         kernel = _kernel_family(g, weight_dtype)
@@ -270,7 +291,8 @@ def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: "str | tuple[str
                                   flops.shape),
                  tensor_parallel=_spread(_tp_seconds(m, g, tp, tp_tokens), flops.shape),
                  peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
-                 n_layers=m.n_layers, architecture=g.architecture, kernel=kernel, kv_group=kv_group)
+                 n_layers=m.n_layers, architecture=g.architecture, kernel=kernel, kv_group=kv_group,
+                 kv_blocks=_spread(kv_blocks, flops.shape))
 
 
 def _spread(values, shape: tuple[int, ...]) -> np.ndarray:
@@ -291,10 +313,19 @@ def _decode_flops(m: Model, context):
     return 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(context)
 
 
+def _kv_blocks(m: Model, tp: int, batch_size, grouped_kv_kernel: bool, split_kv: bool):
+    """Thread blocks an unsplit decoding kernel reads each GPU's cache with: one per sequence and
+    KV head (query head without the grouped kernel) of the GPU, at least one per sequence; 0 when
+    the kernel splits the cache (``split_kv``)."""
+    heads = m.n_kv_heads if grouped_kv_kernel else m.n_heads
+    return 0.0 if split_kv else np.asarray(batch_size, dtype=float) * max(1, heads // tp)
+
+
 def _decode_steps(m: Model, g: GPU, tp: int, batch_size: int, weight_dtype: str, kv_dtype: str,
-                  context: np.ndarray, grouped_kv_kernel: bool) -> Steps:
+                  context: np.ndarray, grouped_kv_kernel: bool, split_kv: bool = True) -> Steps:
     return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, _decode_flops(m, context), weight_share_read(m, batch_size),
-                  context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads)
+                  context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads,
+                  _kv_blocks(m, tp, batch_size, grouped_kv_kernel, split_kv))
 
 
 def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_dtypes: tuple[str, ...], context: int,
@@ -316,15 +347,18 @@ def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_d
 @renamed_keywords(n_gpus="tp")
 def decode_steps(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, batch_size: int = 1,
                  context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                 grouped_kv_kernel: bool = True) -> Steps:
+                 grouped_kv_kernel: bool = True, split_kv: bool = True) -> Steps:
     """One decoding step of ``batch_size`` sequences at ``context_len`` tokens of context;
-    ``grouped_kv_kernel`` False for attention kernels that read the KV cache once per query head."""
+    ``grouped_kv_kernel`` False for attention kernels that read the KV cache once per query head,
+    ``split_kv`` False for kernels that read it with one thread block per sequence and head
+    (TensorRT-LLM without multi-block mode; see the module docstring)."""
     m, g = _checked(model, gpu, tp, weight_dtype, kv_dtype)
     check_positive("batch_size", batch_size, integer=True)
     check_positive("context_len", context_len, integer=True)
     check_bool("grouped_kv_kernel", grouped_kv_kernel)
+    check_bool("split_kv", split_kv)
     return _decode_steps(m, g, tp, batch_size, weight_dtype, kv_dtype, np.array([float(context_len)]),
-                         grouped_kv_kernel)
+                         grouped_kv_kernel, split_kv)
 
 
 @renamed_keywords(n_gpus="tp")
@@ -364,16 +398,19 @@ def prefill_seconds(model: "Model | str | float", gpu: "GPU | str", prompt_len: 
 @renamed_keywords(n_gpus="tp")
 def static_batch_steps(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, batch_size: int = 1,
                        prompt_len: int = 128, output_len: int = 128, weight_dtype: str = "bf16",
-                       kv_dtype: str = "bf16", grouped_kv_kernel: bool = True) -> tuple[Steps, Steps]:
+                       kv_dtype: str = "bf16", grouped_kv_kernel: bool = True,
+                       split_kv: bool = True) -> tuple[Steps, Steps]:
     """The steps of one static batch: a prefill of every prompt (which yields the first output
-    token), then ``output_len`` - 1 decoding steps at contexts prompt_len + 1, + 2, ..."""
+    token), then ``output_len`` - 1 decoding steps at contexts prompt_len + 1, + 2, ... (the
+    decoding kernel as in :func:`decode_steps`)."""
     check_positive("output_len", output_len, integer=True)
     check_bool("grouped_kv_kernel", grouped_kv_kernel)
+    check_bool("split_kv", split_kv)
     prefill = prefill_steps(model, gpu, prompt_len, tp=tp, batch_size=batch_size,
                             weight_dtype=weight_dtype, kv_dtype=kv_dtype)
     context = prompt_len + np.arange(1.0, output_len)
     return prefill, _decode_steps(as_model(model), gpus.get(gpu), tp, batch_size, weight_dtype, kv_dtype, context,
-                                  grouped_kv_kernel)
+                                  grouped_kv_kernel, split_kv)
 
 
 def static_batch_seconds(model: "Model | str | float", gpu: "GPU | str", *,

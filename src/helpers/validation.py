@@ -174,7 +174,9 @@ def static_batch_runs() -> pd.DataFrame:
 
     NVIDIA Deep Learning Institute, 'Sizing LLM inference systems' course data: gptSessionBenchmark
     runs of one static batch of identical dummy prompts on fake weights, with the XQA attention
-    kernel (wbing520/ai-performance-engineering @0e25b2e,
+    kernel and without multi-block mode (off by default in that release), so that decoding reads
+    each sequence's cache with one thread block per KV head (``split_kv=False``; its per-block
+    bandwidth is fitted on NIM's single-client runs, not on these) (wbing520/ai-performance-engineering @0e25b2e,
     code/ch10_inference/inference_gpu_cluster_sizing/dataset/trt_llm_0_9_0_dli.csv; ``source`` names
     the row). Its 'Mixed' precision is read as fp16 weights and KV cache, FP8 as FP8 weights with an
     FP8 KV cache (assumed). Left out: Falcon 180B and the GH200 (not in the catalog), runs without
@@ -191,7 +193,7 @@ def static_batch_runs() -> pd.DataFrame:
     for _, row in _data.table("static_batch_runs").iterrows():
         m, batch, prompt, output = models.get(row["model"]), int(row["batch_size"]), int(row["prompt_len"]), int(row["output_len"])
         kw = dict(tp=int(row["n_gpus"]), batch_size=batch, weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"])
-        decode = serving.decode_steps(row["model"], row["gpu"], context_len=prompt + output // 2, **kw)
+        decode = serving.decode_steps(row["model"], row["gpu"], context_len=prompt + output // 2, split_kv=False, **kw)
         prefill = serving.prefill_steps(row["model"], row["gpu"], prompt, **kw)
         terms = {"ms per token": decode.seconds(cal), "first token (ms)": prefill.seconds(cal)}
         predicted = {k: 1000 * float(t["total"].sum()) for k, t in terms.items()}
