@@ -179,7 +179,8 @@ def test_closed_loop_is_the_first_wave_of_prompts():
 
 def test_loaded_serving_out_of_sample():
     """787 closed-loop NIM measurements (Llama 3 8B and 70B, A100 and H100, 1-8 GPUs, 1-250 clients),
-    none used in any fit, against the benchmark's first wave. Where the batch fits: time per token
+    none used to fit the model (the single-client ones fit the unsplit kernel's per-block bandwidth,
+    which the closed-loop model does not use), against the benchmark's first wave. Where the batch fits: time per token
     within 20 % and output throughput within 25 % in median (measured 18.3 % and 20.3 %: the model
     is too fast, the client-side figures include HTTP streaming), time to first token within 25 %
     (measured 22.1 %; a steady-state queue, which this data cannot check, was 78 % off). And the

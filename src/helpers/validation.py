@@ -144,7 +144,7 @@ def inference_runs() -> pd.DataFrame:
 def loaded_runs() -> pd.DataFrame:
     """Serving under load (``data/loaded_serving_runs.csv``: closed-loop benchmarks at 1 to 250
     clients) against :func:`traffic.closed_loop` of the serving step model, none of them used to
-    fit it: time per output token, output tokens/s and time to first token, with errors
+    fit it (the single-client runs fit ``kv_block_bandwidth``, which it does not use): time per output token, output tokens/s and time to first token, with errors
     (predicted / published - 1), and whether the batch in flight fits the KV cache."""
     rows = []
     for _, row in _data.table("loaded_serving_runs").iterrows():
