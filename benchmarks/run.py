@@ -254,7 +254,7 @@ def inference_validation() -> list[str]:
              f"Fitted on the calibration groups only ({params}); band {low:.3f}-{high:.3f} x the predicted time, from the "
              "calibration rows' leave-one-group-out errors (pooled over kinds). Error: predicted / published - 1 in the "
              "row's unit (tokens/s for decoding and static batches, seconds for prefill). A decoding kernel that does not "
-             f"split the KV cache (the static batches below) reads it at {cal.kv_block_bandwidth / 1e9:.1f} GB/s per thread "
+             f"split the KV cache (NIM and the static batches below) reads it at {cal.kv_block_bandwidth / 1e9:.1f} GB/s per thread "
              "block, fitted on NIM's single-client runs (the trend of their error with the context).", "",
              "| split | group | kind | rows | batch | median abs. error | inside band |", "| --- | --- | --- | --- | --- | --- | --- |"]
     for (split, group, kind), g in runs.groupby(["split", "group", "kind"], sort=False):
@@ -270,10 +270,12 @@ def inference_validation() -> list[str]:
     loaded = validation.loaded_runs()
     fits = loaded[loaded["fits"]]
     lines += ["", f"Under load (`traffic.closed_loop`, {len(loaded)} closed-loop NIM rows at 1-250 clients, none fitted "
-              "(the single-client rows fit the per-block bandwidth of unsplit kernels, which this model does not use); "
+              "(the single-client rows fit the per-block bandwidth of NIM's unsplit cache read); "
               f"{len(fits)} where the batch fits the KV cache): median error (signed median in brackets)", "",
               "| clients | rows | ms per token | output tokens/s | first token |", "| --- | --- | --- | --- | --- |"]
-    for clients, g in [("all", fits)] + list(fits.groupby("clients")):
+    tested = fits[fits["split"] == "test"]
+    for clients, g in [("all, 2 or more", tested)] + [(f"{c} (calibration)" if c == 1 else c, g)
+                                                      for c, g in fits.groupby("clients")]:
         cells = [f"{g['error ' + k].abs().median():.1%} ({g['error ' + k].median():+.0%})"
                  for k in ("ms per token", "output tokens/s", "first token (ms)")]
         lines.append(f"| {clients} | {len(g)} | " + " | ".join(cells) + " |")

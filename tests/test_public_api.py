@@ -39,7 +39,7 @@ UNCHECKED = {
     "memory.check_split": "a checker: raising the ValueError is its whole job",
     **{name: "an array fast path of the step models (numpy broadcasting over thousands of layouts); its callers "
              "check their arguments (steptime.step_time, planner.plans, memory.training)"
-       for name in ("comm.allreduce_expected", "comm.alpha_beta", "memory.first_stage_layers",
+       for name in ("comm.allreduce_expected", "comm.alpha_beta", "memory.first_stage_layers", "serving.cache_read_seconds",
                     "memory.inference_workspace", "memory.layer_activation_bytes", "memory.logit_activation_bytes",
                     "memory.shard", "planner.layout_memory", "serving.batch_totals", "serving.experts_read",
                     "serving.weight_share_read", "steptime.interleaved", "steptime.picked", "steptime.terms")},

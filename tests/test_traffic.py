@@ -57,8 +57,45 @@ def test_steady_state_by_hand():
     assert traffic.load(r, 20.0).time_per_token == math.inf  # rho = 1: the queue never empties
 
 
-def test_each_limit_is_where_its_constraint_is_met_exactly():
-    r = traffic.replica("llama-3-70b", "H100", tp=2, prompt_len=2048, output_len=512, weight_dtype="fp8")
+def test_an_unsplit_cache_read_slows_small_batches_only():
+    """With an engine that reads each sequence's cache through its own thread blocks, one client's
+    time per token is the step model's unsplit step of one sequence; the loss, max(0, b - B s),
+    vanishes once the batch brings blocks enough; by hand, a steady state whose batch is small
+    enough for the loss to bind solves t = (a + b) / (1 - rho + s lambda O)."""
+    kw = dict(prompt_len=7000, output_len=1000)
+    split, unsplit = (traffic.replica("llama-3-8b", "H100", split_kv=flag, **kw) for flag in (True, False))
+    one = serving.decode_seconds("llama-3-8b", "H100", context_len=7500, split_kv=False)["total"]
+    assert traffic.closed_loop(unsplit, 1).time_per_token == pytest.approx(one)
+    assert unsplit.block_seconds > unsplit.kv_seconds > 0 == split.block_seconds == split.kv_seconds
+    assert float(unsplit.unsplit_loss(1)) == pytest.approx(unsplit.block_seconds - unsplit.kv_seconds)
+    assert float(unsplit.unsplit_loss(64)) == 0
+    r = traffic.Replica(fixed=0.010, per_sequence=0.0002, per_prompt_token=0.00001, prefill=0.05, max_batch=500,
+                        prompt_len=1000, output_len=200, kv_seconds=0.0001, block_seconds=0.004)
+    at = traffic.load(r, 1.0)  # rho = 0.05
+    assert at.time_per_token == pytest.approx(0.014 / (1 - 0.05 + 0.0001 * 1.0 * 200))
+    assert at.batch * r.kv_seconds < r.block_seconds  # the loss binds there, as assumed
+
+
+@settings(max_examples=25, deadline=None)
+@given(model=st.sampled_from(["llama-3-8b", "llama-3-70b"]), gpu=st.sampled_from(["H100", "A100 80GB"]),
+       tp=st.sampled_from([1, 4]), rate=st.floats(0.01, 20), clients=st.integers(1, 300),
+       tpot=st.floats(0.01, 0.2))
+def test_an_unsplit_engine_is_never_faster_nor_carries_more(model, gpu, tp, rate, clients, tpot):
+    kw = dict(tp=tp, prompt_len=2048, output_len=256)
+    split, unsplit = (traffic.replica(model, gpu, split_kv=flag, **kw) for flag in (True, False))
+    fast, slow = traffic.load(split, rate), traffic.load(unsplit, rate)
+    assert slow.time_per_token >= fast.time_per_token * (1 - 1e-12)
+    assert traffic.closed_loop(unsplit, clients).time_per_token >= traffic.closed_loop(split, clients).time_per_token * (1 - 1e-12)
+    caps = traffic.limits(split, tpot_s=tpot), traffic.limits(unsplit, tpot_s=tpot)
+    assert all(caps[1][k] <= caps[0][k] * (1 + 1e-12) for k in caps[0])
+    if caps[1]["time per token"] > 0:  # and the cap is where the unsplit step meets the target
+        assert traffic.load(unsplit, caps[1]["time per token"]).time_per_token == pytest.approx(tpot, rel=1e-9)
+
+
+@pytest.mark.parametrize("split_kv", [True, False])
+def test_each_limit_is_where_its_constraint_is_met_exactly(split_kv):
+    r = traffic.replica("llama-3-70b", "H100", tp=2, prompt_len=2048, output_len=512, weight_dtype="fp8",
+                        split_kv=split_kv)
     caps = traffic.limits(r, ttft_s=1.5, tpot_s=0.04)
     assert traffic.load(r, caps["time per token"]).time_per_token == pytest.approx(0.04)
     assert traffic.load(r, caps["time to first token"]).time_to_first_token == pytest.approx(1.5)
@@ -178,17 +215,18 @@ def test_closed_loop_is_the_first_wave_of_prompts():
 
 
 def test_loaded_serving_out_of_sample():
-    """787 closed-loop NIM measurements (Llama 3 8B and 70B, A100 and H100, 1-8 GPUs, 1-250 clients),
-    none used to fit the model (the single-client ones fit the unsplit kernel's per-block bandwidth,
-    which the closed-loop model does not use), against the benchmark's first wave. Where the batch fits: time per token
-    within 20 % and output throughput within 25 % in median (measured 18.3 % and 20.3 %: the model
-    is too fast, the client-side figures include HTTP streaming), time to first token within 25 %
-    (measured 22.1 %; a steady-state queue, which this data cannot check, was 78 % off). And the
-    first token's growth with the clients must be the wave's: from 10 to 250 clients, measured and
-    predicted medians within a factor 1.5 of each other."""
+    """787 closed-loop NIM measurements (Llama 3 8B and 70B, A100 and H100, 1-8 GPUs, 1-250 clients)
+    against the benchmark's first wave, NIM's cache read without a split; the single-client runs fit
+    that read's per-block bandwidth, the others nothing. Where the batch fits and two clients or more
+    are in flight: time per token within 20 % and output throughput within 25 % in median (measured
+    16 % and 17 %, 18 % and 20 % with the cache read at full bandwidth: the model is too fast, the
+    client-side figures include HTTP streaming), time to first token within 25 % (measured 23 %; a
+    steady-state queue, which this data cannot check, was 78 % off). And the first token's growth
+    with the clients must be the wave's: from 10 to 250 clients, measured and predicted medians
+    within a factor 1.5 of each other."""
     runs = validation.loaded_runs()
-    ok = runs[runs["fits"]]
-    assert len(runs) >= 700 and len(ok) >= 0.9 * len(runs)
+    ok = runs[runs["fits"] & (runs["split"] == "test")]
+    assert len(runs) >= 700 and len(ok) >= 0.8 * len(runs) and (runs["split"] == "calibration").sum() == 72
     assert ok["error ms per token"].abs().median() <= 0.20
     assert ok["error output tokens/s"].abs().median() <= 0.25
     assert ok["error ms per token"].median() < 0  # too fast: client-side overheads are not in the model

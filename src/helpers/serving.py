@@ -328,6 +328,17 @@ def _decode_steps(m: Model, g: GPU, tp: int, batch_size: int, weight_dtype: str,
                   _kv_blocks(m, tp, batch_size, grouped_kv_kernel, split_kv))
 
 
+def cache_read_seconds(m: Model, g: GPU, tp: int, kv_dtype: str, context: float) -> tuple[float, float]:
+    """Seconds one GPU of the group spends reading one sequence's KV cache of ``context`` tokens:
+    at the fitted streaming rate, and through the sequence's own thread blocks of an unsplit
+    decoding kernel (one per KV head of the GPU) at ``kv_block_bandwidth`` each (arguments already
+    checked; the fast path of :mod:`traffic`)."""
+    cal = default_calibration()
+    kv = kv_cache_per_token(m, kv_dtype) / m.n_layers * kv_share(m, tp) * float(m.cached_tokens(float(context)))
+    blocks = float(_kv_blocks(m, tp, 1, True, False))
+    return kv / (g.memory_bandwidth * cal.bandwidth_fraction), kv / (blocks * cal.kv_block_bandwidth)
+
+
 def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_dtypes: tuple[str, ...], context: int,
                  prompt_len: int, batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Seconds of one decoding step at ``context`` and of one prefill of ``prompt_len``-token

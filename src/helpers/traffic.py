@@ -29,6 +29,12 @@ the smallest cap is the replica's sustainable rate, and the constraint that sets
 
 Benchmarks that hold a fixed number of clients in flight (closed loop) start them together, and
 what they measure is met by :func:`closed_loop`, the first wave of prompts arriving at once.
+
+**Engines that do not split the KV cache.** An engine whose decoding attention reads each
+sequence's cache with one thread block per KV head (``split_kv=False``, :mod:`serving`) reads B
+sequences' caches in max(B·s, b) seconds rather than B·s (s at the streaming rate, b through one
+sequence's blocks): a step loses max(0, b - B·s) at small batches, which the replica carries
+beside its linear step (the fitted overlap of compute and memory traffic is nil, so the loss adds).
 """
 
 from dataclasses import dataclass
@@ -42,7 +48,8 @@ from . import formats, gpus, memory, serving
 from .gpus import GPU
 from .memory import as_model, check_split
 from .models import Model
-from .units import check_dtype, check_instance, check_list, check_positive, check_range, check_result, renamed_keywords
+from .units import (check_bool, check_dtype, check_instance, check_list, check_positive, check_range, check_result,
+                    renamed_keywords)
 
 #: Prompt tokens one engine iteration takes in: TensorRT-LLM's default ``max_num_tokens`` (8192,
 #: trtllm-build); prompts are taken whole, as without its chunked context (off by default).
@@ -58,7 +65,10 @@ MAX_UTILIZATION = 0.95
 class Replica:
     """What a replica costs per step (seconds): ``fixed`` whatever the load, ``per_sequence`` for
     each sequence in flight, ``per_prompt_token`` for each token prefilled; ``prefill`` the
-    unloaded time to first token, and ``max_batch`` the sequences whose KV cache fits."""
+    unloaded time to first token, and ``max_batch`` the sequences whose KV cache fits. With an
+    engine that does not split the KV cache, ``kv_seconds`` is one sequence's cache read at the
+    streaming rate (part of ``per_sequence``) and ``block_seconds`` the same read through the
+    sequence's own thread blocks; both 0 otherwise (see the module docstring)."""
 
     fixed: float
     per_sequence: float
@@ -67,12 +77,20 @@ class Replica:
     max_batch: int
     prompt_len: int
     output_len: int
+    kv_seconds: float = 0.0
+    block_seconds: float = 0.0
 
     @property
     def work_per_request(self) -> float:
         """GPU-seconds one request adds to the steps: its output tokens' share of the steps it is in,
         and its prompt tokens."""
         return self.per_sequence * self.output_len + self.per_prompt_token * self.prompt_len
+
+    def unsplit_loss(self, batch):
+        """Seconds a decoding step of ``batch`` sequences (a number or an array) loses to an
+        unsplit cache read: max(0, block_seconds - kv_seconds x batch), 0 when nothing decodes."""
+        b = np.asarray(batch, dtype=float)
+        return np.where(b > 0, np.maximum(0.0, self.block_seconds - self.kv_seconds * b), 0.0)
 
 
 @dataclass(frozen=True)
@@ -95,13 +113,16 @@ class Load:
 
 @renamed_keywords(n_gpus="tp")
 def replica(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
-            output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None) -> Replica:
+            output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None,
+            split_kv: bool = True) -> Replica:
     """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
-    weights unless given (:func:`memory.serving_kv_dtype`)."""
+    weights unless given (:func:`memory.serving_kv_dtype`); ``split_kv`` False for an engine whose
+    decoding attention reads each sequence's cache with one thread block per KV head."""
     check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
     check_dtype(kv, formats.names("kv_cache"), "kv_dtype")
-    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),))[0]
+    check_bool("split_kv", split_kv)
+    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),), split_kv)[0]
 
 
 def replicas(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
@@ -123,7 +144,7 @@ def _checked(model, gpu, tp, prompt_len, output_len) -> tuple[Model, GPU, int, i
 
 @cache
 def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int,
-              pairs: tuple[tuple[str, str], ...]) -> tuple[Replica, ...]:
+              pairs: tuple[tuple[str, str], ...], split_kv: bool = True) -> tuple[Replica, ...]:
     """One replica per (weight, KV) format pair, their step times in one array (:func:`serving.batch_totals`)."""
     context = prompt_len + -(-output_len // 2)
     full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.memory_bytes, context,
@@ -132,11 +153,12 @@ def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int,
     weights, kvs = zip(*pairs)
     decode, prefill = serving.batch_totals(m, g, tp, weights, kvs, context, prompt_len, [[1, t, 8] for t in tops])
     out = []
-    for f, top, (one, many, _), (prompt, _, chunk) in zip(full, tops, decode.tolist(), prefill.tolist()):
+    for f, top, (one, many, _), (prompt, _, chunk), kv in zip(full, tops, decode.tolist(), prefill.tolist(), kvs):
         per_sequence = (many - one) / (top - 1)
+        streamed, blocked = (0.0, 0.0) if split_kv else serving.cache_read_seconds(m, g, tp, kv, context)
         out.append(Replica(fixed=one - per_sequence, per_sequence=per_sequence,
                            per_prompt_token=(chunk - prompt) / (7 * prompt_len), prefill=prompt, max_batch=f,
-                           prompt_len=prompt_len, output_len=output_len))
+                           prompt_len=prompt_len, output_len=output_len, kv_seconds=streamed, block_seconds=blocked))
     return tuple(out)
 
 
@@ -148,6 +170,8 @@ def load(r: Replica, requests_per_s: float) -> Load:
     if rho >= 1:
         return Load(requests_per_s, rho, inf, inf, inf, False)
     step = r.fixed / (1 - rho)
+    slowed = (r.fixed + r.block_seconds) / (1 - rho + r.kv_seconds * requests_per_s * r.output_len)
+    step = max(step, slowed) if r.block_seconds else step  # the unsplit read binds at small batches
     batch = requests_per_s * r.output_len * step
     wait = rho * r.work_per_request / (2 * (1 - rho))
     return Load(requests_per_s, rho, step, r.prefill + wait, batch, batch <= r.max_batch)
@@ -172,8 +196,9 @@ def closed_loop(r: Replica, concurrency: int, *, token_budget: int = TOKEN_BUDGE
     if concurrency % per_iteration:
         sizes = np.append(sizes, concurrency % per_iteration)
     admitted = np.cumsum(sizes) - sizes  # sequences already decoding in each iteration
-    first = np.cumsum(r.fixed + r.per_sequence * admitted + r.per_prompt_token * r.prompt_len * sizes)
-    decode = r.fixed + r.per_sequence * concurrency
+    first = np.cumsum(r.fixed + r.per_sequence * admitted + r.unsplit_loss(admitted) +
+                      r.per_prompt_token * r.prompt_len * sizes)
+    decode = r.fixed + r.per_sequence * concurrency + float(r.unsplit_loss(concurrency))
     later = np.arange(len(sizes))[::-1]  # iterations of the wave after each cohort's own
     in_wave = np.minimum(later, r.output_len - 1)  # of its later tokens, those paced by the wave
     rest = first[np.minimum(np.arange(len(sizes)) + in_wave, len(sizes) - 1)] - first + \
@@ -192,11 +217,16 @@ def limits(r: Replica, *, ttft_s: float | None = None, tpot_s: float | None = No
     check_instance("r", r, Replica, "a traffic.Replica")
     check_range("max_utilization", max_utilization, 0, 1, low_open=True)
     w, a = r.work_per_request, r.fixed
-    caps = {"memory": r.max_batch / (r.output_len * a + r.max_batch * w) if r.max_batch else 0.0,
+    o, m, b, k = r.output_len, r.max_batch, r.block_seconds, r.kv_seconds * r.output_len
+    caps = {"memory": m / (o * a + m * w) if m else 0.0,
             "time per token": inf, "time to first token": inf, "capacity": max_utilization / w}
+    if b:  # the step of :func:`load` is the larger of two; each caps the rate
+        caps["memory"] = min(caps["memory"], m / (o * (a + b) + m * (w - k)) if m else 0.0)
     if tpot_s is not None:
         check_positive("tpot_s", tpot_s)
         caps["time per token"] = max(0.0, 1 - a / tpot_s) / w
+        if b:
+            caps["time per token"] = min(caps["time per token"], max(0.0, 1 - (a + b) / tpot_s) / (w - k))
     if ttft_s is not None:
         check_positive("ttft_s", ttft_s)
         spare = ttft_s - r.prefill

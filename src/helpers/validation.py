@@ -6,7 +6,8 @@ GPU-hours of whole runs against :func:`compute.training_time`.
 
 Inference (``data/inference_runs.csv``): decoding speed, time to first token and static-batch
 throughput against the serving step model (:mod:`serving`), calibration and test rows apart; and
-serving under load (``data/loaded_serving_runs.csv``) against :mod:`traffic`, all out of sample.
+serving under load (``data/loaded_serving_runs.csv``) against :mod:`traffic`, out of sample but
+for the single-client runs, on which the per-block bandwidth of an unsplit cache read is fitted.
 
 Memory (``data/memory_runs.csv``): measured peak GPU (and, with offload, host) memory of
 fine-tuning runs with published settings against :func:`memory.training`, nothing fitted.
@@ -143,13 +144,15 @@ def inference_runs() -> pd.DataFrame:
 
 def loaded_runs() -> pd.DataFrame:
     """Serving under load (``data/loaded_serving_runs.csv``: closed-loop benchmarks at 1 to 250
-    clients) against :func:`traffic.closed_loop` of the serving step model, none of them used to
-    fit it (the single-client runs fit ``kv_block_bandwidth``, which it does not use): time per output token, output tokens/s and time to first token, with errors
-    (predicted / published - 1), and whether the batch in flight fits the KV cache."""
+    clients) against :func:`traffic.closed_loop` of the serving step model, NIM's TensorRT-LLM
+    reading the cache without a split: time per output token, output tokens/s and time to first
+    token, with errors (predicted / published - 1), whether the batch in flight fits the KV cache,
+    and the split: the single-client runs fit ``kv_block_bandwidth``
+    (:func:`calibration.single_client_runs`), the others fit nothing."""
     rows = []
     for _, row in _data.table("loaded_serving_runs").iterrows():
         r = traffic.replica(row["model"], row["gpu"], tp=int(row["n_gpus"]), prompt_len=int(row["prompt_len"]),
-                            output_len=int(row["output_len"]), weight_dtype=row["weight_dtype"])
+                            output_len=int(row["output_len"]), weight_dtype=row["weight_dtype"], split_kv=False)
         at = traffic.closed_loop(r, int(row["concurrency"]))
         predicted = {"ms per token": at.time_per_token * 1000, "output tokens/s": at.output_tokens_per_s,
                      "first token (ms)": at.time_to_first_token * 1000}
@@ -158,6 +161,7 @@ def loaded_runs() -> pd.DataFrame:
         rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": int(row["n_gpus"]),
                      "weights": row["weight_dtype"], "clients": int(row["concurrency"]), "prompt": int(row["prompt_len"]),
                      "output": int(row["output_len"]), "fits": at.fits,
+                     "split": "calibration" if int(row["concurrency"]) == 1 else "test",
                      **{f"published {k}": v for k, v in published.items()},
                      **{f"predicted {k}": v for k, v in predicted.items()},
                      **{f"error {k}": predicted[k] / published[k] - 1 for k in predicted}})
@@ -262,7 +266,7 @@ def out_of_sample() -> pd.DataFrame:
     estimate, how many measurements, the median and largest error (absolute, as a fraction) and
     the share inside the estimate's band (NaN where it has none). Training: test rows of
     :func:`training_runs` and every whole run; serving: test rows of :func:`inference_runs` by kind
-    every load test of :func:`loaded_runs` whose batch fits and every static batch of
+    every test load of :func:`loaded_runs` whose batch fits and every static batch of
     :func:`static_batch_runs` (by batch size); memory: every fine-tuning run of
     :func:`memory_runs` and every static batch's peak (the memory model has no fitted parameter)."""
     training = training_runs()
@@ -271,7 +275,7 @@ def out_of_sample() -> pd.DataFrame:
     inference = inference_runs()
     test = inference[inference["split"] == "test"]
     loaded = loaded_runs()
-    loaded = loaded[loaded["fits"]]
+    loaded = loaded[loaded["fits"] & (loaded["split"] == "test")]
     parts = [("training step, steady state", steady["time error"], steady["inside band"]),
              ("training, whole runs (GPU-hours)", whole["time error"], whole["inside band"])]
     parts += [(name, test.loc[test["kind"] == kind, "error"], test.loc[test["kind"] == kind, "inside band"])
