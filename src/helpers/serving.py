@@ -28,8 +28,9 @@ read it once per query head, and a fitted share ``kv_rereads`` of those extra re
 cache: the KV traffic is 1 + (g - 1)·kv_rereads times the cache for groups of g query heads.
 
 A decoding kernel that gives each sequence and KV head (each query head, without the grouped
-kernel) one thread block reads the cache no faster than those blocks can pull it: with a few
-dozen blocks at batch 1, a fraction of an HBM GPU's bandwidth. TensorRT-LLM's decoding attention
+kernel) one thread block reads the cache no faster than those blocks can pull it: at batch 1,
+with as many blocks as the model has KV heads (eight for Llama 3 8B), a fraction of an HBM GPU's
+bandwidth. TensorRT-LLM's decoding attention
 works that way unless its multi-block mode splits the cache, which NVIDIA recommends when batch x
 heads is below the multiprocessor count (docs/source/gpt_attention.md, "multi-block mode");
 Flash-Decoding (Dao et al. 2023), FlashInfer and vLLM's partitioned paged attention split it too
@@ -256,12 +257,17 @@ def _checked(model, gpu, tp, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
     return m, g
 
 
+def _kv_per_layer(m: Model, tp: int, kv_dtype: str) -> float:
+    """KV bytes per token and layer on one GPU of the group (:func:`memory.kv_share` of them)."""
+    return kv_cache_per_token(m, kv_dtype) / m.n_layers * kv_share(m, tp)
+
+
 @cache
 def _per_gpu(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str) -> tuple[float, float, float]:
-    """Weight bytes, KV bytes per token and layer (:func:`memory.kv_share` of them) and peak
-    FLOP/s of one GPU of the group."""
-    per_layer = kv_cache_per_token(m, kv_dtype) / m.n_layers * kv_share(m, tp)
-    return quantized_weight_bytes(m, weight_dtype) / tp, per_layer, g.peak_flops(_compute_dtype(g, weight_dtype))
+    """Weight bytes, KV bytes per token and layer (:func:`_kv_per_layer`) and peak FLOP/s of one
+    GPU of the group."""
+    return (quantized_weight_bytes(m, weight_dtype) / tp, _kv_per_layer(m, tp, kv_dtype),
+            g.peak_flops(_compute_dtype(g, weight_dtype)))
 
 
 def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
@@ -334,7 +340,7 @@ def cache_read_seconds(m: Model, g: GPU, tp: int, kv_dtype: str, context: float)
     decoding kernel (one per KV head of the GPU) at ``kv_block_bandwidth`` each (arguments already
     checked; the fast path of :mod:`traffic`)."""
     cal = default_calibration()
-    kv = kv_cache_per_token(m, kv_dtype) / m.n_layers * kv_share(m, tp) * float(m.cached_tokens(float(context)))
+    kv = _kv_per_layer(m, tp, kv_dtype) * float(m.cached_tokens(float(context)))
     blocks = float(_kv_blocks(m, tp, 1, True, False))
     return kv / (g.memory_bandwidth * cal.bandwidth_fraction), kv / (blocks * cal.kv_block_bandwidth)
 

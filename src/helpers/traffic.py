@@ -35,6 +35,7 @@ sequence's cache with one thread block per KV head (``split_kv=False``, :mod:`se
 sequences' caches in max(B·s, b) seconds rather than B·s (s at the streaming rate, b through one
 sequence's blocks): a step loses max(0, b - B·s) at small batches, which the replica carries
 beside its linear step (the fitted overlap of compute and memory traffic is nil, so the loss adds).
+In the steady state the step is then the larger of a/(1 - ρ) and (a + b)/(1 - ρ + λ·O·s).
 """
 
 from dataclasses import dataclass
@@ -169,9 +170,9 @@ def load(r: Replica, requests_per_s: float) -> Load:
     rho = check_result(requests_per_s * r.work_per_request, requests_per_s=requests_per_s)
     if rho >= 1:
         return Load(requests_per_s, rho, inf, inf, inf, False)
-    step = r.fixed / (1 - rho)
-    slowed = (r.fixed + r.block_seconds) / (1 - rho + r.kv_seconds * requests_per_s * r.output_len)
-    step = max(step, slowed) if r.block_seconds else step  # the unsplit read binds at small batches
+    # the larger of the linear step and the one an unsplit cache read slows (equal when it splits)
+    step = max(r.fixed / (1 - rho),
+               (r.fixed + r.block_seconds) / (1 - rho + r.kv_seconds * requests_per_s * r.output_len))
     batch = requests_per_s * r.output_len * step
     wait = rho * r.work_per_request / (2 * (1 - rho))
     return Load(requests_per_s, rho, step, r.prefill + wait, batch, batch <= r.max_batch)
@@ -218,15 +219,12 @@ def limits(r: Replica, *, ttft_s: float | None = None, tpot_s: float | None = No
     check_range("max_utilization", max_utilization, 0, 1, low_open=True)
     w, a = r.work_per_request, r.fixed
     o, m, b, k = r.output_len, r.max_batch, r.block_seconds, r.kv_seconds * r.output_len
-    caps = {"memory": m / (o * a + m * w) if m else 0.0,
+    # the step of :func:`load` is the larger of two (one when the cache read splits); each caps the rate
+    caps = {"memory": min(m / (o * a + m * w), m / (o * (a + b) + m * (w - k))) if m else 0.0,
             "time per token": inf, "time to first token": inf, "capacity": max_utilization / w}
-    if b:  # the step of :func:`load` is the larger of two; each caps the rate
-        caps["memory"] = min(caps["memory"], m / (o * (a + b) + m * (w - k)) if m else 0.0)
     if tpot_s is not None:
         check_positive("tpot_s", tpot_s)
-        caps["time per token"] = max(0.0, 1 - a / tpot_s) / w
-        if b:
-            caps["time per token"] = min(caps["time per token"], max(0.0, 1 - (a + b) / tpot_s) / (w - k))
+        caps["time per token"] = min(max(0.0, 1 - a / tpot_s) / w, max(0.0, 1 - (a + b) / tpot_s) / (w - k))
     if ttft_s is not None:
         check_positive("ttft_s", ttft_s)
         spare = ttft_s - r.prefill
