@@ -175,6 +175,11 @@ def test_serving_panel():
     panel.controls["batch_size"].max = 1024
     panel.set(batch_size=1024, context_len=256)  # Llama 3 8B at 1024 x 256 tokens passes the H100 ridge point
     assert panel.result[h100].bound == "compute"
+    panel.set(batch_size=1, context_len=32768)  # one long conversation: an unsplit cache read halves the speed
+    split = panel.result[h100].tokens_per_s.expected
+    panel.set(split_kv=False)
+    assert panel.result[h100].tokens_per_s.expected < 0.6 * split and "unsplit" in panel.figure.axes[0].get_title()
+    panel.set(split_kv=True, context_len=256)
     panel.set(model="llama-2-70b", batch_size=1)
     assert not panel.result[h100].fits and h100 in set(panel.table.loc[~panel.table["fits"], "GPU"])
     panel.set(model="gpt2-xl", tp=2)

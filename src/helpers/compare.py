@@ -101,13 +101,14 @@ class ServingEstimate:
 
 @renamed_keywords(n_gpus="tp")
 def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp: int = 1, weight_dtype: str = "bf16",
-                     batch_size: int = 1, context_len: int = 2048) -> ServingEstimate:
+                     batch_size: int = 1, context_len: int = 2048, split_kv: bool = True) -> ServingEstimate:
     """Tokens/s of all sequences, time per output token, time to first token (a ``context_len``
-    prompt), the roof that binds decoding, and whether the model fits."""
+    prompt), the roof that binds decoding, and whether the model fits; ``split_kv`` as in
+    :func:`compute.decode_throughput`."""
     g, m = gpus.get(gpu), memory.as_model(model)
     kv = memory.serving_kv_dtype(weight_dtype)
     tps = compute.decode_throughput(m, g, tp=tp, batch_size=batch_size, context_len=context_len,
-                                    weight_dtype=weight_dtype, kv_dtype=kv)
+                                    weight_dtype=weight_dtype, kv_dtype=kv, split_kv=split_kv)
     ttft = compute.prefill_time(m, g, context_len, tp=tp, weight_dtype=weight_dtype)
     intensity = roofline.decode_intensity(m, batch_size, context_len, weight_dtype, kv)
     need = memory.inference(m, weight_dtype=weight_dtype, kv_dtype=kv, batch_size=batch_size,
@@ -118,18 +119,18 @@ def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp:
 
 
 def serving_estimates(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
-                      context_len: int = 2048) -> dict[str, ServingEstimate]:
+                      context_len: int = 2048, split_kv: bool = True) -> dict[str, ServingEstimate]:
     """:func:`serving_estimate` for every GPU of the catalog, by name, in catalog order."""
     return {name: serving_estimate(model, name, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size,
-                                   context_len=context_len) for name in gpus.names()}
+                                   context_len=context_len, split_kv=split_kv) for name in gpus.names()}
 
 
 @renamed_keywords(n_gpus="tp")
 def serving_table(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,
-                  context_len: int = 2048) -> pd.DataFrame:
+                  context_len: int = 2048, split_kv: bool = True) -> pd.DataFrame:
     """:func:`serving_estimates` as a table (:func:`frame`)."""
     return frame(serving_estimates(model, tp=tp, weight_dtype=weight_dtype, batch_size=batch_size,
-                                   context_len=context_len))
+                                   context_len=context_len, split_kv=split_kv))
 
 
 def band(row: pd.Series, prefix: str) -> Estimate:

@@ -150,13 +150,15 @@ def _banded(seconds: dict[str, float]) -> Estimate:
 
 @renamed_keywords(n_gpus="tp")
 def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, batch_size: int = 1,
-                      context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16") -> Estimate:
+                      context_len: int = 1024, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
+                      split_kv: bool = True) -> Estimate:
     """Generated tokens per second, all sequences together, in steady decoding: the batch over
     one engine step (:func:`serving.decode_seconds`: weights and KV cache read, compute, their
-    partial overlap, a fixed cost per layer, tensor-parallel all-reduces), with the band of the
-    step model's out-of-sample errors on published decoding speeds."""
+    partial overlap, a fixed cost per layer, tensor-parallel all-reduces; ``split_kv`` False for an
+    engine that reads each sequence's cache with one thread block per KV head), with the band of
+    the step model's out-of-sample errors on published decoding speeds."""
     step = serving.decode_seconds(model, gpu, tp=tp, batch_size=batch_size, context_len=context_len,
-                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype)
+                                  weight_dtype=weight_dtype, kv_dtype=kv_dtype, split_kv=split_kv)
     return _banded(step).map(lambda t: batch_size / t)
 
 

@@ -408,6 +408,7 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
         "weight_dtype": w.Dropdown(options=memory.WEIGHT_DTYPES, value="bf16", description="weights"),
         "batch_size": w.IntSlider(value=1, min=1, max=256, description="batch (sequences)"),
         "context_len": w.SelectionSlider(options=SEQ_LENS, value=2048, description="context (tokens)"),
+        "split_kv": w.Checkbox(value=True, description="engine splits the KV cache (Flash-Decoding, multi-block)"),
     }
 
     def result(model, size_b, config, gpu, **kw):
@@ -416,12 +417,13 @@ def serving(model: str = "llama-3-8b", gpu: str = "H100-SXM5-80GB") -> Panel:
     def table(result, **kw):
         return compare.frame(result)
 
-    def draw(fig, result, table, model, size_b, config, gpu, tp, weight_dtype, batch_size, context_len):
+    def draw(fig, result, table, model, size_b, config, gpu, tp, weight_dtype, batch_size, context_len, split_kv):
         label, chosen = _model(model, size_b, config).display_name, result[gpus.get(gpu).name]
         tps = chosen.tokens_per_s
         _catalog_bars(fig, {name: e.tokens_per_s for name, e in result.items()},
                       {name for name, e in result.items() if not e.fits}, gpu, "generated tokens/s, all sequences",
-                      f"{label}, {weight_dtype} weights, {tp} GPU(s) each, batch {batch_size} x {context_len:,} tokens\n"
+                      f"{label}, {weight_dtype} weights, {tp} GPU(s) each, batch {batch_size} x {context_len:,} tokens"
+                      f"{'' if split_kv else ', KV cache read unsplit'}\n"
                       f"{gpus.get(gpu).name}: {tps.low:,.0f}-{tps.high:,.0f} tokens/s, {chosen.bound}-bound")
 
     return Panel("Serving speed", controls, result, draw, table, figsize=(8, 6))
