@@ -269,8 +269,9 @@ def inference_validation() -> list[str]:
                   for _, r in runs[~runs["inside band"]].iterrows()) + "."]
     loaded = validation.loaded_runs()
     fits = loaded[loaded["fits"]]
-    lines += ["", f"Under load (`traffic.closed_loop`, {len(loaded)} closed-loop NIM rows at 1-250 clients, none fitted "
-              "(the single-client rows fit the per-block bandwidth of NIM's unsplit cache read); "
+    lines += ["", f"Under load (`traffic.closed_loop`, {len(loaded)} closed-loop NIM rows at {loaded['clients'].min()}-"
+              f"{loaded['clients'].max()} clients; the single-client rows fit the per-block bandwidth of NIM's unsplit "
+              "cache read, the others nothing; "
               f"{len(fits)} where the batch fits the KV cache): median error (signed median in brackets)", "",
               "| clients | rows | ms per token | output tokens/s | first token |", "| --- | --- | --- | --- | --- |"]
     tested = fits[fits["split"] == "test"]

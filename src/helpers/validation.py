@@ -142,13 +142,16 @@ def inference_runs() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+@cache
 def loaded_runs() -> pd.DataFrame:
     """Serving under load (``data/loaded_serving_runs.csv``: closed-loop benchmarks at 1 to 250
     clients) against :func:`traffic.closed_loop` of the serving step model, NIM's TensorRT-LLM
     reading the cache without a split: time per output token, output tokens/s and time to first
     token, with errors (predicted / published - 1), whether the batch in flight fits the KV cache,
     and the split: the single-client runs fit ``kv_block_bandwidth``
-    (:func:`calibration.single_client_runs`), the others fit nothing."""
+    (:func:`calibration.single_client_runs`), the others fit nothing. Computed once (cached;
+    callers must not mutate it), as :func:`static_batch_runs`."""
+    fitted = set(calibration.single_client_runs()["id"])
     rows = []
     for _, row in _data.table("loaded_serving_runs").iterrows():
         r = traffic.replica(row["model"], row["gpu"], tp=int(row["n_gpus"]), prompt_len=int(row["prompt_len"]),
@@ -161,7 +164,7 @@ def loaded_runs() -> pd.DataFrame:
         rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": int(row["n_gpus"]),
                      "weights": row["weight_dtype"], "clients": int(row["concurrency"]), "prompt": int(row["prompt_len"]),
                      "output": int(row["output_len"]), "fits": at.fits,
-                     "split": "calibration" if int(row["concurrency"]) == 1 else "test",
+                     "split": "calibration" if row["id"] in fitted else "test",
                      **{f"published {k}": v for k, v in published.items()},
                      **{f"predicted {k}": v for k, v in predicted.items()},
                      **{f"error {k}": predicted[k] / published[k] - 1 for k in predicted}})
