@@ -217,20 +217,37 @@ def test_closed_loop_is_the_first_wave_of_prompts():
 def test_loaded_serving_out_of_sample():
     """787 closed-loop NIM measurements (Llama 3 8B and 70B, A100 and H100, 1-8 GPUs, 1-250 clients)
     against the benchmark's first wave, NIM's cache read without a split; the single-client runs fit
-    that read's per-block bandwidth, the others nothing. Where the batch fits and two clients or more
-    are in flight: time per token within 20 % and output throughput within 25 % in median (measured
-    16 % and 17 %, 18 % and 20 % with the cache read at full bandwidth: the model is too fast, the
-    client-side figures include HTTP streaming), time to first token within 25 % (measured 23 %; a
-    steady-state queue, which this data cannot check, was 78 % off). And the first token's growth
-    with the clients must be the wave's: from 10 to 250 clients, measured and predicted medians
-    within a factor 1.5 of each other."""
+    that read's per-block bandwidth, Llama 3 8B's runs with more clients the host's seconds per
+    sequence and step, and Llama 3 70B's are the test. Where the batch fits: time per token and
+    output throughput within 15 % in median (measured 11 % and 9 %; 14 % and 15 % without the
+    host's share), time to first token within 25 % (measured 21 %; a steady-state queue, which this
+    data cannot check, was 78 % off); and no trend with the load left: the signed time-per-token
+    median at 100 clients or more within 10 % of 0 (measured +3 %; -24 % without the host's
+    share). And the first token's growth with the clients must be the wave's: from 10 to 250
+    clients, measured and predicted medians within a factor 1.5 of each other."""
     runs = validation.loaded_runs()
     ok = runs[runs["fits"] & (runs["split"] == "test")]
-    assert len(runs) >= 700 and len(ok) >= 0.8 * len(runs) and (runs["split"] == "calibration").sum() == 72
-    assert ok["error ms per token"].abs().median() <= 0.20
-    assert ok["error output tokens/s"].abs().median() <= 0.25
-    assert ok["error ms per token"].median() < 0  # too fast: client-side overheads are not in the model
+    assert len(runs) >= 700 and set(ok["model"]) == {"llama-3-70b"} and len(ok) >= 300
+    assert ok["error ms per token"].abs().median() <= 0.15
+    assert ok["error output tokens/s"].abs().median() <= 0.15
     assert ok["error first token (ms)"].abs().median() <= 0.25
+    assert ok[ok["clients"] >= 100]["error ms per token"].median() == pytest.approx(0, abs=0.10)
     by = ok.groupby("clients")[["published first token (ms)", "predicted first token (ms)"]].median()
     growth = by.loc[250] / by.loc[10]
     assert 1 / 1.5 <= growth.iloc[1] / growth.iloc[0] <= 1.5
+
+
+def test_host_seconds_add_to_every_sequence_of_a_step():
+    """The host's seconds per sequence and step add to the replica's per-sequence cost and to
+    nothing else; 0 is an engine that hides them; a negative value is refused by name."""
+    args = dict(tp=1, prompt_len=200, output_len=1000, weight_dtype="fp8")
+    none, some = (traffic.replica("llama-3-8b", "H100 SXM", host_seconds=h, **args) for h in (0.0, 100e-6))
+    assert some.per_sequence - none.per_sequence == pytest.approx(100e-6)
+    assert (some.fixed, some.per_prompt_token, some.max_batch) == (none.fixed, none.per_prompt_token, none.max_batch)
+    fitted = traffic.replica("llama-3-8b", "H100 SXM", **args)
+    assert fitted.per_sequence - none.per_sequence == pytest.approx(serving.default_calibration().host_seconds)
+    assert traffic.closed_loop(some, 200).time_per_token > traffic.closed_loop(none, 200).time_per_token + 200 * 90e-6
+    with pytest.raises(ValueError, match="host_seconds"):
+        traffic.replica("llama-3-8b", "H100 SXM", host_seconds=-1e-6)
+    with pytest.raises(ValueError, match="calibration"):
+        traffic.replica("llama-3-8b", "H100 SXM", calibration="fitted")

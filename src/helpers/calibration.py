@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from . import _data, gpus, memory, models, planner, serving, steptime
+from . import _data, gpus, memory, models, planner, serving, steptime, traffic
 from .flops import flops_per_token
 from .memory import RECOMPUTE
 from .steptime import Calibration, Layout
@@ -253,6 +253,8 @@ def fitted_table() -> pd.DataFrame:
                        " bands: leave-one-group-out errors")
     served.loc[served["parameter"] == "serving/kv_block_bandwidth", "basis"] = \
         f"{len(single_client_runs())} NIM single-client runs (loaded_serving_runs.csv): the trend of the error with the context"
+    served.loc[served["parameter"] == "serving/host_seconds", "basis"] = \
+        f"{len(host_runs())} NIM closed-loop runs of {HOST_FIT_MODEL} with 2 clients or more (loaded_serving_runs.csv): time per token"
     return pd.concat([table, served], ignore_index=True)
 
 
@@ -405,9 +407,46 @@ def fit_kv_block_bandwidth(rows: pd.DataFrame, calibration: serving.ServingCalib
     return 10 ** _golden(loss, *np.log10(KV_BLOCK_BOUNDS))
 
 
+#: The model whose closed-loop runs with two clients or more fit ``host_seconds``; the other
+#: model's runs test it.
+HOST_FIT_MODEL = "llama-3-8b"
+#: Search range of ``host_seconds``, seconds per sequence and step.
+HOST_BOUNDS = (0.0, 500e-6)
+
+
+def host_runs() -> pd.DataFrame:
+    """NIM's closed-loop runs of :data:`HOST_FIT_MODEL` with two clients or more
+    (``data/loaded_serving_runs.csv``), which fit ``host_seconds``."""
+    table = _data.table("loaded_serving_runs")
+    return table[(table["model"] == HOST_FIT_MODEL) & (table["concurrency"] >= 2)]
+
+
+def fit_host_seconds(rows: pd.DataFrame, calibration: serving.ServingCalibration) -> float:
+    """The ``host_seconds`` that best explain the time per output token of the closed-loop runs
+    ``rows`` (:func:`host_runs`) whose batch fits the KV cache, under :func:`traffic.closed_loop`
+    with NIM's unsplit cache read and ``calibration``'s other parameters: least squares of the log
+    errors (golden-section search within :data:`HOST_BOUNDS`)."""
+    def loaded(host: float) -> list[traffic.Load]:
+        made = replace(calibration, host_seconds=host)
+        return [traffic.closed_loop(traffic.replica(r["model"], r["gpu"], tp=int(r["n_gpus"]),
+                                                    prompt_len=int(r["prompt_len"]), output_len=int(r["output_len"]),
+                                                    weight_dtype=r["weight_dtype"], split_kv=False, calibration=made),
+                                    int(r["concurrency"])) for _, r in rows.iterrows()]
+
+    fits = np.array([at.fits for at in loaded(0.0)])
+    published = np.log(rows["itl_ms"].to_numpy()[fits] / 1000)
+
+    def loss(host: float) -> float:
+        predicted = np.log([at.time_per_token for at, fit in zip(loaded(host), fits) if fit])
+        return float(((predicted - published) ** 2).mean())
+
+    return _golden(loss, *HOST_BOUNDS)
+
+
 def serving_entries() -> list[tuple[str, str, float]]:
     """The serving rows of ``data/calibration.csv``: the parameters fitted on every calibration
-    row (``kv_block_bandwidth`` then on NIM's single-client runs, :func:`fit_kv_block_bandwidth`),
+    row (``kv_block_bandwidth`` then on NIM's single-client runs, :func:`fit_kv_block_bandwidth`,
+    and ``host_seconds`` on its loaded runs of one model, :func:`fit_host_seconds`),
     and one band of time factors for every kind of measurement (quantiles
     :data:`BAND_QUANTILES` of published / predicted seconds out of sample, pooled over decoding,
     prefill and static batches, which are too few apart; widened to include 1)."""
@@ -415,6 +454,7 @@ def serving_entries() -> list[tuple[str, str, float]]:
     calibration = rows[rows["split"] == "calibration"]
     fitted = fit_serving(calibration)
     fitted = replace(fitted, kv_block_bandwidth=fit_kv_block_bandwidth(single_client_runs(), fitted))
+    fitted = replace(fitted, host_seconds=fit_host_seconds(host_runs(), fitted))
     entries = [("parameter", k, v) for k, v in fitted.to_entries()]
     ratio = 1 / (1 + serving_leave_one_group_out(calibration))  # published / predicted seconds
     ends = (min(float(np.quantile(ratio, BAND_QUANTILES[0])), 1), max(float(np.quantile(ratio, BAND_QUANTILES[1])), 1))

@@ -69,14 +69,17 @@ class ServingCalibration:
     bandwidth streaming reaches, of dense peak compute reaches per architecture, how much the two
     overlap, the fixed seconds per layer and step, the share of per-query-head KV re-reads that
     miss the cache, the bytes/s one thread block of an unsplit decoding kernel reads the cache at,
-    and the CUDA-core operations weight-only formats spend dequantizing each byte of weights they
-    stream. The defaults are round placeholders; the fitted values are in ``data/calibration.csv``."""
+    the CUDA-core operations weight-only formats spend dequantizing each byte of weights they
+    stream, and the host seconds a serving engine spends on each sequence of each step
+    (:mod:`traffic`). The defaults are round placeholders; the fitted values are in
+    ``data/calibration.csv``."""
 
     bandwidth_fraction: float = 0.8
     overlap: float = 0.5
     layer_seconds: float = 50e-6
     kv_rereads: float = 0.0
     kv_block_bandwidth: float = 50e9
+    host_seconds: float = 50e-6
     compute_fraction: tuple[tuple[str, float], ...] = ()
     dequant_ops: tuple[tuple[str, float], ...] = ()
 
@@ -91,6 +94,7 @@ class ServingCalibration:
             check_positive(f"dequant_ops[{key}]", value, allow_zero=True)
         check_positive("layer_seconds", self.layer_seconds, allow_zero=True)
         check_positive("kv_block_bandwidth", self.kv_block_bandwidth)
+        check_positive("host_seconds", self.host_seconds, allow_zero=True)
 
     def compute_for(self, architecture: str) -> float:
         """Fraction of dense peak for ``architecture``; the mean of the fitted ones for an
@@ -334,19 +338,21 @@ def _decode_steps(m: Model, g: GPU, tp: int, batch_size: int, weight_dtype: str,
                   _kv_blocks(m, tp, batch_size, grouped_kv_kernel, split_kv))
 
 
-def cache_read_seconds(m: Model, g: GPU, tp: int, kv_dtype: str, context: float) -> tuple[float, float]:
+def cache_read_seconds(m: Model, g: GPU, tp: int, kv_dtype: str, context: float,
+                       calibration: ServingCalibration | None = None) -> tuple[float, float]:
     """Seconds one GPU of the group spends reading one sequence's KV cache of ``context`` tokens:
     at the fitted streaming rate, and through the sequence's own thread blocks of an unsplit
     decoding kernel (one per KV head of the GPU) at ``kv_block_bandwidth`` each (arguments already
     checked; the fast path of :mod:`traffic`)."""
-    cal = default_calibration()
+    cal = calibration or default_calibration()
     kv = _kv_per_layer(m, tp, kv_dtype) * float(m.cached_tokens(float(context)))
     blocks = float(_kv_blocks(m, tp, 1, True, False))
     return kv / (g.memory_bandwidth * cal.bandwidth_fraction), kv / (blocks * cal.kv_block_bandwidth)
 
 
 def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_dtypes: tuple[str, ...], context: int,
-                 prompt_len: int, batches: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+                 prompt_len: int, batches: np.ndarray,
+                 calibration: ServingCalibration | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Seconds of one decoding step at ``context`` and of one prefill of ``prompt_len``-token
     prompts, for each pair of weight and KV formats (rows of ``batches``) and each of its batch
     sizes (columns) at once (arguments already checked; the fast path of :mod:`traffic`)."""
@@ -357,7 +363,7 @@ def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_d
     total = _steps(m, g, tp, np.concatenate((b, b), axis=1), weight_dtypes, kv_dtypes,
                    np.where(decoding, _decode_flops(m, float(context)), _prefill_flops(m, 0.0, prompt_len)),
                    weight_share_read(m, tokens), np.where(decoding, float(context), float(prompt_len)),
-                   tokens).seconds()["total"]
+                   tokens).seconds(calibration)["total"]
     return total[:, :n], total[:, n:]
 
 

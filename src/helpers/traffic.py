@@ -30,6 +30,13 @@ the smallest cap is the replica's sustainable rate, and the constraint that sets
 Benchmarks that hold a fixed number of clients in flight (closed loop) start them together, and
 what they measure is met by :func:`closed_loop`, the first wave of prompts arriving at once.
 
+**The host's share.** A serving engine's CPU spends time on every sequence of every step:
+scheduling it, detokenising its new token and streaming it to the client. Where that work runs
+between GPU steps, it adds to the step; for Llama 3 8B on one H100, vLLM 0.5.3 spent 33 % of its
+time in the HTTP server and 29 % scheduling, the GPU 38 % (vLLM blog, 2024-09-05). The replica's
+``per_sequence`` cost includes these ``host_seconds`` (fitted on NIM's closed-loop runs of Llama 3
+8B, :func:`calibration.fit_host_seconds`; 0 for an engine that overlaps them with the GPU's work).
+
 **Engines that do not split the KV cache.** An engine whose decoding attention reads each
 sequence's cache with one thread block per KV head (``split_kv=False``, :mod:`serving`) reads B
 sequences' caches in max(B·s, b) seconds rather than B·s (s at the streaming rate, b through one
@@ -38,7 +45,7 @@ beside its linear step (the fitted overlap of compute and memory traffic is nil,
 In the steady state the step is then the larger of a/(1 - ρ) and (a + b)/(1 - ρ + λ·O·s).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from math import ceil, inf
 
@@ -65,7 +72,7 @@ MAX_UTILIZATION = 0.95
 @dataclass(frozen=True)
 class Replica:
     """What a replica costs per step (seconds): ``fixed`` whatever the load, ``per_sequence`` for
-    each sequence in flight, ``per_prompt_token`` for each token prefilled; ``prefill`` the
+    each sequence in flight (the GPU's and the host's), ``per_prompt_token`` for each token prefilled; ``prefill`` the
     unloaded time to first token, and ``max_batch`` the sequences whose KV cache fits. With an
     engine that does not split the KV cache, ``kv_seconds`` is one sequence's cache read at the
     streaming rate (part of ``per_sequence``) and ``block_seconds`` the same read through the
@@ -115,15 +122,24 @@ class Load:
 @renamed_keywords(n_gpus="tp")
 def replica(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
             output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None,
-            split_kv: bool = True) -> Replica:
+            split_kv: bool = True, host_seconds: float | None = None,
+            calibration: serving.ServingCalibration | None = None) -> Replica:
     """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
     weights unless given (:func:`memory.serving_kv_dtype`); ``split_kv`` False for an engine whose
-    decoding attention reads each sequence's cache with one thread block per KV head."""
+    decoding attention reads each sequence's cache with one thread block per KV head;
+    ``host_seconds`` per sequence and step, ``calibration``'s unless given (0: an engine that
+    hides its host work behind the GPU's); ``calibration`` the fitted parameters unless given."""
     check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
     check_dtype(kv, formats.names("kv_cache"), "kv_dtype")
     check_bool("split_kv", split_kv)
-    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),), split_kv)[0]
+    cal = calibration
+    if cal is not None:
+        check_instance("calibration", cal, serving.ServingCalibration, "a serving.ServingCalibration")
+    if host_seconds is not None:
+        check_positive("host_seconds", host_seconds, allow_zero=True)
+        cal = replace(cal or serving.default_calibration(), host_seconds=float(host_seconds))
+    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),), split_kv, cal)[0]
 
 
 def replicas(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
@@ -144,20 +160,22 @@ def _checked(model, gpu, tp, prompt_len, output_len) -> tuple[Model, GPU, int, i
 
 
 @cache
-def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int,
-              pairs: tuple[tuple[str, str], ...], split_kv: bool = True) -> tuple[Replica, ...]:
-    """One replica per (weight, KV) format pair, their step times in one array (:func:`serving.batch_totals`)."""
+def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int, pairs: tuple[tuple[str, str], ...],
+              split_kv: bool = True, calibration: serving.ServingCalibration | None = None) -> tuple[Replica, ...]:
+    """One replica per (weight, KV) format pair, their step times in one array (:func:`serving.batch_totals`),
+    with ``calibration``'s parameters (the fitted ones unless given)."""
+    cal = calibration or serving.default_calibration()
     context = prompt_len + -(-output_len // 2)
     full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.memory_bytes, context,
                               memory.BATCH_LIMIT) for w, k in pairs]
     tops = [max(f, 2) for f in full]
     weights, kvs = zip(*pairs)
-    decode, prefill = serving.batch_totals(m, g, tp, weights, kvs, context, prompt_len, [[1, t, 8] for t in tops])
+    decode, prefill = serving.batch_totals(m, g, tp, weights, kvs, context, prompt_len, [[1, t, 8] for t in tops], cal)
     out = []
     for f, top, (one, many, _), (prompt, _, chunk), kv in zip(full, tops, decode.tolist(), prefill.tolist(), kvs):
         per_sequence = (many - one) / (top - 1)
-        streamed, blocked = (0.0, 0.0) if split_kv else serving.cache_read_seconds(m, g, tp, kv, context)
-        out.append(Replica(fixed=one - per_sequence, per_sequence=per_sequence,
+        streamed, blocked = (0.0, 0.0) if split_kv else serving.cache_read_seconds(m, g, tp, kv, context, cal)
+        out.append(Replica(fixed=one - per_sequence, per_sequence=per_sequence + cal.host_seconds,
                            per_prompt_token=(chunk - prompt) / (7 * prompt_len), prefill=prompt, max_batch=f,
                            prompt_len=prompt_len, output_len=output_len, kv_seconds=streamed, block_seconds=blocked))
     return tuple(out)

@@ -149,9 +149,10 @@ def loaded_runs() -> pd.DataFrame:
     reading the cache without a split: time per output token, output tokens/s and time to first
     token, with errors (predicted / published - 1), whether the batch in flight fits the KV cache,
     and the split: the single-client runs fit ``kv_block_bandwidth``
-    (:func:`calibration.single_client_runs`), the others fit nothing. Computed once (cached;
-    callers must not mutate it), as :func:`static_batch_runs`."""
-    fitted = set(calibration.single_client_runs()["id"])
+    (:func:`calibration.single_client_runs`) and one model's runs with more clients fit
+    ``host_seconds`` (:func:`calibration.host_runs`); the others fit nothing. Computed once
+    (cached; callers must not mutate it), as :func:`static_batch_runs`."""
+    fitted = set(calibration.single_client_runs()["id"]) | set(calibration.host_runs()["id"])
     rows = []
     for _, row in _data.table("loaded_serving_runs").iterrows():
         r = traffic.replica(row["model"], row["gpu"], tp=int(row["n_gpus"]), prompt_len=int(row["prompt_len"]),
