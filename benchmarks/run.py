@@ -271,12 +271,16 @@ def inference_validation() -> list[str]:
     fits = loaded[loaded["fits"]]
     lines += ["", f"Under load (`traffic.closed_loop`, {len(loaded)} closed-loop NIM rows at {loaded['clients'].min()}-"
               f"{loaded['clients'].max()} clients; the single-client rows fit the per-block bandwidth of NIM's unsplit "
-              "cache read, the others nothing; "
+              f"cache read, {calibration.HOST_FIT_MODEL}'s with more clients the host's {cal.host_seconds * 1e6:.1f} us per "
+              "sequence and step, and the other model's rows with more clients fit nothing; "
               f"{len(fits)} where the batch fits the KV cache): median error (signed median in brackets)", "",
               "| clients | rows | ms per token | output tokens/s | first token |", "| --- | --- | --- | --- | --- |"]
     tested = fits[fits["split"] == "test"]
-    for clients, g in [("all, 2 or more", tested)] + [(f"{c} (calibration)" if c == 1 else c, g)
-                                                      for c, g in fits.groupby("clients")]:
+    fitted = fits[(fits["split"] == "calibration") & (fits["clients"] > 1)]
+    for clients, g in [(f"test ({', '.join(sorted(tested['model'].unique()))}), 2 or more", tested),
+                       (f"calibration ({', '.join(sorted(fitted['model'].unique()))}), 2 or more", fitted),
+                       ("1 (calibration)", fits[fits["clients"] == 1])] + \
+            [(f"{c}, test", g) for c, g in tested.groupby("clients")]:
         cells = [f"{g['error ' + k].abs().median():.1%} ({g['error ' + k].median():+.0%})"
                  for k in ("ms per token", "output tokens/s", "first token (ms)")]
         lines.append(f"| {clients} | {len(g)} | " + " | ".join(cells) + " |")

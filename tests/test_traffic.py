@@ -13,14 +13,15 @@ LLAMA8 = dict(prompt_len=1024, output_len=256)
 
 
 def test_the_replica_is_the_step_model_linearised():
-    """fixed + per_sequence reproduces a one-sequence step, fixed + B x per_sequence the largest batch;
-    the prompt cost per token comes from prefilling 8 prompts against 1."""
+    """fixed + per_sequence reproduces a one-sequence step, fixed + B x per_sequence the largest batch,
+    each with the host's seconds for every sequence; the prompt cost per token comes from
+    prefilling 8 prompts against 1."""
     r = traffic.replica("llama-3-8b", "H100", **LLAMA8)
-    context = 1024 + 128
+    context, host = 1024 + 128, serving.default_calibration().host_seconds
     one = serving.decode_seconds("llama-3-8b", "H100", batch_size=1, context_len=context)["total"]
     top = serving.decode_seconds("llama-3-8b", "H100", batch_size=r.max_batch, context_len=context)["total"]
-    assert r.fixed + r.per_sequence == pytest.approx(one)
-    assert r.fixed + r.max_batch * r.per_sequence == pytest.approx(top)
+    assert r.fixed + r.per_sequence == pytest.approx(one + host)
+    assert r.fixed + r.max_batch * r.per_sequence == pytest.approx(top + r.max_batch * host)
     assert r.max_batch == memory.max_batch_size("llama-3-8b", "H100", context_len=context)
     eight = serving.prefill_seconds("llama-3-8b", "H100", 1024, batch_size=8)["total"]
     assert r.prefill + 7 * 1024 * r.per_prompt_token == pytest.approx(eight)
@@ -59,13 +60,14 @@ def test_steady_state_by_hand():
 
 def test_an_unsplit_cache_read_slows_small_batches_only():
     """With an engine that reads each sequence's cache through its own thread blocks, one client's
-    time per token is the step model's unsplit step of one sequence; the loss, max(0, b - B s),
+    time per token is the step model's unsplit step of one sequence and the host's seconds for it;
+    the loss, max(0, b - B s),
     vanishes once the batch brings blocks enough; by hand, a steady state whose batch is small
     enough for the loss to bind solves t = (a + b) / (1 - rho + s lambda O)."""
     kw = dict(prompt_len=7000, output_len=1000)
     split, unsplit = (traffic.replica("llama-3-8b", "H100", split_kv=flag, **kw) for flag in (True, False))
     one = serving.decode_seconds("llama-3-8b", "H100", context_len=7500, split_kv=False)["total"]
-    assert traffic.closed_loop(unsplit, 1).time_per_token == pytest.approx(one)
+    assert traffic.closed_loop(unsplit, 1).time_per_token == pytest.approx(one + serving.default_calibration().host_seconds)
     assert unsplit.block_seconds > unsplit.kv_seconds > 0 == split.block_seconds == split.kv_seconds
     assert float(unsplit.unsplit_loss(1)) == pytest.approx(unsplit.block_seconds - unsplit.kv_seconds)
     assert float(unsplit.unsplit_loss(64)) == 0

@@ -414,11 +414,11 @@ HOST_FIT_MODEL = "llama-3-8b"
 HOST_BOUNDS = (0.0, 500e-6)
 
 
-def host_runs() -> pd.DataFrame:
-    """NIM's closed-loop runs of :data:`HOST_FIT_MODEL` with two clients or more
-    (``data/loaded_serving_runs.csv``), which fit ``host_seconds``."""
+def host_runs(model: str = HOST_FIT_MODEL) -> pd.DataFrame:
+    """NIM's closed-loop runs of ``model`` with two clients or more (``data/loaded_serving_runs.csv``);
+    those of :data:`HOST_FIT_MODEL` fit ``host_seconds``."""
     table = _data.table("loaded_serving_runs")
-    return table[(table["model"] == HOST_FIT_MODEL) & (table["concurrency"] >= 2)]
+    return table[(table["model"] == model) & (table["concurrency"] >= 2)]
 
 
 def fit_host_seconds(rows: pd.DataFrame, calibration: serving.ServingCalibration) -> float:
