@@ -113,11 +113,14 @@ def test_verdicts_follow_the_figures_not_fixed_text(monkeypatch):
 
 
 def test_the_serving_sentence_names_the_cheapest_it_computed(monkeypatch):
+    """At the book's traffic level the plan decides: an L40S hour at 5 cents makes it the cheapest, at
+    $50 another card is named."""
     from helpers import cost
     price = cost.price
-    monkeypatch.setattr(cost, "price", lambda g, kind="cloud_hour", **k: 0.05 if kind == "cloud_hour" and
-                        gpus.get(g).name == "L40S-48GB" else price(g, kind, **k))
-    assert "The L40S is the cheapest per token" in claims.finding("l40s-serving").sentence
+    for hourly, expected in ((0.05, "The L40S is the cheapest per token"), (50.0, "is cheaper per token")):
+        monkeypatch.setattr(cost, "price", lambda g, kind="cloud_hour", _h=hourly, **k: _h if kind == "cloud_hour" and
+                            gpus.get(g).name == "L40S-48GB" else price(g, kind, **k))
+        assert expected in claims.finding("l40s-serving").sentence
 
 
 def test_boxes_escape_dollars_outside_code_and_quote_code_as_code():

@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 import pandas as pd
 
-from . import _data, comm, compute, cost, gpus, memory, models, scaling, select
+from . import _data, comm, compute, cost, gpus, memory, models, scaling, scenarios, select
 from .units import DAY, MONTH, TFLOPS, gb
 
 VERDICTS = ("correct", "roughly right", "depends", "wrong", "unverifiable", "opinion")
@@ -680,17 +680,18 @@ def superpod() -> Finding:
 
 @_checks("l40s-serving")
 def l40s_serving() -> Finding:
-    usd = {gpus.get(name).name: cost.serving_cost_per_million_tokens("llama-3-8b", name, batch_size=64,
-                                                                    context_len=2048).expected
-           for name in ("L40S", "H100", "A100 80GB", "L4")}
+    served = scenarios.answer("serving-l40s")  # the book's high-concurrency traffic, planned per GPU
+    ranking = served.ranking.set_index("gpu")
+    usd = {name: float(ranking.loc[name, "cost_usd"]) for name in (gpus.get(g).name for g in ("L40S", "H100", "A100 80GB", "L4"))}
     cheapest = min(usd, key=usd.get)
     l40s = gpus.get("L40S").name
     return _found(
         "opinion",
-        "Llama 3 8B in BF16 at 64 concurrent 2048-token sequences, on-demand dollars per million tokens: {listed}. "
-        + ("The L40S is the cheapest per token at these prices." if cheapest == l40s else
-           "The L40S is a reasonable serving card, but the {cheapest} is cheaper per token at these prices."),
-        "check it per token", listed=", ".join(f"{n} ${v:.2f}" for n, v in usd.items()), cheapest=cheapest)
+        "{workload}, on-demand dollars per million tokens in and out on the fewest GPUs of each kind that meet it: "
+        "{listed}. " + ("The L40S is the cheapest per token at these prices." if cheapest == l40s else
+                        "The L40S is a reasonable serving card, but the {cheapest} is cheaper per token at these prices."),
+        "check it per token", workload=served.scenario["workload"],
+        listed=", ".join(f"{n} ${v:.3f}" for n, v in usd.items()), cheapest=cheapest)
 
 
 # §6: trends
