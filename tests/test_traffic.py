@@ -253,3 +253,15 @@ def test_host_seconds_add_to_every_sequence_of_a_step():
         traffic.replica("llama-3-8b", "H100 SXM", host_seconds=-1e-6)
     with pytest.raises(ValueError, match="calibration"):
         traffic.replica("llama-3-8b", "H100 SXM", calibration="fitted")
+
+
+@settings(max_examples=25, deadline=None)
+@given(model=st.sampled_from(["llama-3-8b", "llama-3-70b", "mixtral-8x7b"]), gpu=st.sampled_from(["H100", "L40S", "A100 80GB"]),
+       rate=st.floats(0.1, 200), tpot=st.floats(0.01, 0.2), host=st.floats(0, 200e-6))
+def test_less_host_time_never_needs_more_replicas(model, gpu, rate, tpot, host):
+    """An engine that spends less CPU time per sequence never needs more replicas for the same traffic
+    and targets (and one that hides it all, host_seconds=0, needs the fewest)."""
+    tp = 1 if model == "llama-3-8b" else 4
+    kw = dict(requests_per_s=rate, tp=tp, tpot_s=tpot, weight_dtype="fp8" if gpu != "A100 80GB" else "bf16")
+    more, less = (traffic.plan(model, gpu, host_seconds=h, **kw) for h in (host, host / 2))
+    assert more is None or (less is not None and less.replicas <= more.replicas)

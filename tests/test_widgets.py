@@ -242,6 +242,14 @@ def test_selector_panel():
     panel.set(requests_per_s=8.0, tpot_ms=40, ttft_ms=800)
     planned = panel.result.dropna(subset=["ms per token"])
     assert (planned["ms per token"] <= 40).all() and (planned["first token (ms)"] <= 800).all()
+    panel.set(model="llama-3-8b", requests_per_s=50.0, tpot_ms=50, ttft_ms=1000)  # chapter 6's traffic level
+    host = panel.result.set_index("gpu")["n_gpus"]
+    panel.set(hides_host=True)  # an engine that hides its CPU work: no GPU needs more, the H100 fewer
+    hidden = panel.result.set_index("gpu")["n_gpus"]
+    assert panel.result.equals(select.recommend("llama-3-8b", task="serve", requests_per_s=50.0, prompt_len=1024,
+                                                output_len=256, ttft_s=1.0, tpot_s=0.05, host_seconds=0.0))
+    assert (hidden <= host.loc[hidden.index]).all() and hidden["H100-SXM5-80GB"] < host["H100-SXM5-80GB"]
+    panel.set(hides_host=False, model="llama-2-7b")
     panel.set(requests_per_s=0.0, tpot_ms=0, ttft_ms=0)  # a fixed batch, as before
     assert "tokens/s" in panel.result and panel.result.iloc[0]["binding"] == "memory bandwidth"
     panel.set(budget_usd=1e-6)

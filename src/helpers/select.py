@@ -252,7 +252,7 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
             deadline_days: float | None = DEFAULT_DEADLINE_DAYS, budget_usd: float | None = None, batch_size: int = 1,
             context_len: int = 4096, latency_ms: float | None = None, seq_len: int = 2048,
             requests_per_s: float | None = None, prompt_len: int = 1024, output_len: int = 256,
-            ttft_s: float | None = None, tpot_s: float | None = None,
+            ttft_s: float | None = None, tpot_s: float | None = None, host_seconds: float | None = None,
             max_gpus: int = 4096, gpu_names: list[str] | None = None) -> Recommendation:
     """Every GPU's best option for ``task``, ranked best first (:class:`Recommendation`).
 
@@ -260,7 +260,9 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
     ``budget_usd`` (on demand, US dollars).
     ``serve`` at a traffic level uses ``requests_per_s`` of ``prompt_len`` input and ``output_len``
     output tokens, the targets ``ttft_s`` (time to first token, mean, under load) and ``tpot_s``
-    (time per output token), and ``budget_usd`` (per million input and output tokens). Without
+    (time per output token), ``host_seconds`` (the engine's CPU time per sequence and step; the
+    fitted value unless given, 0 for an engine that hides it: :func:`traffic.replica`), and
+    ``budget_usd`` (per million input and output tokens). Without
     ``requests_per_s``, ``serve`` runs a fixed ``batch_size`` at ``context_len`` with
     ``latency_ms`` per output token. Consumer and workstation cards are tried on one machine only
     (:data:`SEGMENT_MAX_GPUS`). Ranked: options that meet every constraint first, then priced before
@@ -277,6 +279,8 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
             check_positive(name, value)
     traffic_level = task == "serve" and requests_per_s is not None
     if traffic_level:
+        if host_seconds is not None:
+            check_positive("host_seconds", host_seconds, allow_zero=True)
         check_positive("prompt_len", prompt_len, integer=True)
         check_positive("output_len", output_len, integer=True)
     elif task == "serve":  # checked here: the cached estimate below needs plain numbers as its key
@@ -293,7 +297,7 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
                     continue  # a plan on at most tp GPUs already exists: wider replicas cannot need fewer GPUs
                 dtypes = serving.serving_formats(g)
                 for dtype, r in zip(dtypes, traffic.replicas(m, g, tp=tp, prompt_len=prompt_len, output_len=output_len,
-                                                             weight_dtypes=dtypes)):
+                                                             weight_dtypes=dtypes, host_seconds=host_seconds)):
                     tried.append(_traffic_option(g, tp, dtype, r, requests_per_s, prompt_len, output_len, ttft_s,
                                                  tpot_s, most))
                     verdicts.append(_traffic_verdict(tried[-1], budget_usd))

@@ -133,22 +133,30 @@ def replica(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prom
     kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
     check_dtype(kv, formats.names("kv_cache"), "kv_dtype")
     check_bool("split_kv", split_kv)
-    cal = calibration
-    if cal is not None:
-        check_instance("calibration", cal, serving.ServingCalibration, "a serving.ServingCalibration")
-    if host_seconds is not None:
-        check_positive("host_seconds", host_seconds, allow_zero=True)
-        cal = replace(cal or serving.default_calibration(), host_seconds=float(host_seconds))
-    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),), split_kv, cal)[0]
+    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),), split_kv,
+                     _with_host(host_seconds, calibration))[0]
 
 
 def replicas(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
-             output_len: int = 256, weight_dtypes: tuple[str, ...] = ("bf16",)) -> tuple[Replica, ...]:
+             output_len: int = 256, weight_dtypes: tuple[str, ...] = ("bf16",),
+             host_seconds: float | None = None) -> tuple[Replica, ...]:
     """:func:`replica` for each of ``weight_dtypes`` (with its usual KV format), computed at once."""
     names = formats.names("weights")
     pairs = tuple((check_dtype(d, names, "weight_dtypes"), memory.serving_kv_dtype(d))
                   for d in check_list("weight_dtypes", weight_dtypes))
-    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), pairs) if pairs else ()
+    cal = _with_host(host_seconds)
+    return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), pairs, True, cal) if pairs else ()
+
+
+def _with_host(host_seconds: float | None,
+               calibration: serving.ServingCalibration | None = None) -> serving.ServingCalibration | None:
+    """``calibration`` (None: the fitted one) with ``host_seconds`` where given, both checked."""
+    if calibration is not None:
+        check_instance("calibration", calibration, serving.ServingCalibration, "a serving.ServingCalibration")
+    if host_seconds is None:
+        return calibration
+    check_positive("host_seconds", host_seconds, allow_zero=True)
+    return replace(calibration or serving.default_calibration(), host_seconds=float(host_seconds))
 
 
 def _checked(model, gpu, tp, prompt_len, output_len) -> tuple[Model, GPU, int, int, int]:
@@ -269,13 +277,15 @@ class ServingPlan:
 
 def plan(model: "Model | str | float", gpu: "GPU | str", *, requests_per_s: float, prompt_len: int = 1024,
          output_len: int = 256, ttft_s: float | None = None, tpot_s: float | None = None, tp: int = 1,
-         weight_dtype: str = "bf16", max_replicas: int = 4096) -> ServingPlan | None:
+         weight_dtype: str = "bf16", max_replicas: int = 4096, host_seconds: float | None = None) -> ServingPlan | None:
     """Replicas of ``tp`` GPUs needed for ``requests_per_s`` within the targets (None if one replica
-    cannot serve any traffic within them, or more than ``max_replicas`` would be needed)."""
+    cannot serve any traffic within them, or more than ``max_replicas`` would be needed);
+    ``host_seconds`` as for :func:`replica`."""
     check_positive("requests_per_s", requests_per_s)
     check_split(as_model(model), tp, replicate_kv=True, name="tp")
     check_positive("max_replicas", max_replicas, integer=True)
-    r = replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype)
+    r = replica(model, gpu, tp=tp, prompt_len=prompt_len, output_len=output_len, weight_dtype=weight_dtype,
+                host_seconds=host_seconds)
     return _sized(r, gpus.get(gpu).name, weight_dtype, tp, requests_per_s, limits(r, ttft_s=ttft_s, tpot_s=tpot_s),
                   max_replicas)
 

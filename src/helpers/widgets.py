@@ -577,16 +577,18 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
         "output_len": w.SelectionSlider(options=OUTPUT_LENS, value=256, description="output tokens"),
         "ttft_ms": w.BoundedIntText(value=0, min=0, max=600_000, description="first-token target, ms (0: none)"),
         "tpot_ms": w.BoundedIntText(value=0, min=0, max=10_000, description="per-token target, ms (0: none)"),
+        "hides_host": w.Checkbox(value=False, description="serving: engine hides its CPU work (vLLM 0.6+)"),
         "batch_size": w.IntSlider(value=1, min=1, max=256, description="fixed batch"),
         "context_len": w.SelectionSlider(options=SEQ_LENS, value=4096, description="fixed-batch context"),
     }
 
     def result(model, size_b, config, task, tokens_b, deadline_days, budget_usd, requests_per_s, prompt_len, output_len,
-               ttft_ms, tpot_ms, batch_size, context_len):
+               ttft_ms, tpot_ms, hides_host, batch_size, context_len):
         return select.recommend(_model(model, size_b, config), task=task, tokens=tokens_b * 1e9, deadline_days=deadline_days,
                                 budget_usd=budget_usd or None, requests_per_s=requests_per_s or None,
                                 prompt_len=prompt_len, output_len=output_len, ttft_s=ttft_ms / 1000 or None,
-                                tpot_s=tpot_ms / 1000 or None, batch_size=batch_size, context_len=context_len)
+                                tpot_s=tpot_ms / 1000 or None, host_seconds=0.0 if hides_host else None,
+                                batch_size=batch_size, context_len=context_len)
 
     def table(result, **kw):
         return result[["gpu", "n_gpus", "settings", "binding", "reason"]]
