@@ -74,10 +74,10 @@ class Replica:
     """What a replica costs per step (seconds): ``fixed`` whatever the load, ``per_sequence`` for
     each sequence in flight (the GPU's and the host's), ``per_prompt_token`` for each token
     prefilled; ``prefill`` the unloaded time to first token, and ``max_batch`` the sequences whose
-    KV cache fits. With an
-    engine that does not split the KV cache, ``kv_seconds`` is one sequence's cache read at the
-    streaming rate (part of ``per_sequence``) and ``block_seconds`` the same read through the
-    sequence's own thread blocks; both 0 otherwise (see the module docstring)."""
+    KV cache fits. With an engine that does not split the KV cache, ``kv_seconds`` is one
+    sequence's cache read at the streaming rate (part of ``per_sequence``) and ``block_seconds``
+    the same read through the sequence's own thread blocks; both 0 otherwise (see the module
+    docstring)."""
 
     fixed: float
     per_sequence: float
