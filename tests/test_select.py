@@ -332,12 +332,12 @@ def test_serving_budgets_bind_and_tables_keep_only_their_columns():
 
 def test_max_gpus_caps_the_replicas_and_the_width_at_a_traffic_level():
     """Llama 3 8B on H100 at 100 requests/s of 512 + 128 tokens: one replica of any format serves at
-    most about 47 requests/s (fp8; traffic.plan needs 3 replicas), so with max_gpus=1 nothing serves:
+    most about 52 requests/s (fp8; traffic.plan needs 2 replicas), so with max_gpus=1 nothing serves:
     the row is the one GPU allowed, bound by capacity, not a plan of 2 replicas nor one 2-GPU replica."""
     kw = dict(requests_per_s=100, prompt_len=512, output_len=128)
     assert all(traffic.plan("llama-3-8b", "H100", weight_dtype=d, max_replicas=1, **kw) is None
                for d in ("bf16", "fp8", "int8", "int4"))
-    assert traffic.plan("llama-3-8b", "H100", weight_dtype="fp8", **kw).replicas == 3
+    assert traffic.plan("llama-3-8b", "H100", weight_dtype="fp8", **kw).replicas == 2
     row = select.recommend("llama-3-8b", task="serve", max_gpus=1, gpu_names=["H100"], **kw).iloc[0]
     assert row["n_gpus"] == 1 and row["binding"] == "capacity" and "more GPUs than allowed" in row["reason"]
     assert row["settings"].endswith("tensor parallel 1")

@@ -254,7 +254,8 @@ def fitted_table() -> pd.DataFrame:
     served.loc[served["parameter"] == "serving/kv_block_bandwidth", "basis"] = \
         f"{len(single_client_runs())} NIM single-client runs (loaded_serving_runs.csv): the trend of the error with the context"
     served.loc[served["parameter"] == "serving/host_seconds", "basis"] = \
-        f"{len(host_runs())} NIM closed-loop runs of {HOST_FIT_MODEL} with 2 clients or more (loaded_serving_runs.csv): time per token"
+        f"NIM closed-loop runs of {HOST_FIT_MODEL} with 2 clients or more and prompts no longer than their outputs " \
+        "(loaded_serving_runs.csv): time per token"
     return pd.concat([table, served], ignore_index=True)
 
 
@@ -416,16 +417,21 @@ HOST_BOUNDS = (0.0, 500e-6)
 
 def host_runs(model: str = HOST_FIT_MODEL) -> pd.DataFrame:
     """NIM's closed-loop runs of ``model`` with two clients or more (``data/loaded_serving_runs.csv``);
-    those of :data:`HOST_FIT_MODEL` fit ``host_seconds``."""
+    those of :data:`HOST_FIT_MODEL` are the family ``host_seconds`` is fitted on."""
     table = _data.table("loaded_serving_runs")
     return table[(table["model"] == model) & (table["concurrency"] >= 2)]
 
 
 def fit_host_seconds(rows: pd.DataFrame, calibration: serving.ServingCalibration) -> float:
     """The ``host_seconds`` that best explain the time per output token of the closed-loop runs
-    ``rows`` (:func:`host_runs`) whose batch fits the KV cache, under :func:`traffic.closed_loop`
-    with NIM's unsplit cache read and ``calibration``'s other parameters: least squares of the log
-    errors (golden-section search within :data:`HOST_BOUNDS`)."""
+    ``rows`` (:func:`host_runs`) whose batch fits the KV cache and whose prompt is no longer than
+    their output, under :func:`traffic.closed_loop` with NIM's unsplit cache read and
+    ``calibration``'s other parameters: least squares of the log errors (golden-section search
+    within :data:`HOST_BOUNDS`). Longer prompts are left out: once the first wave is done, each new
+    request's prompt is prefilled within everyone's decoding steps, which the first-wave model
+    leaves out, and a fit on them would take that for the host's time."""
+    rows = rows[rows["prompt_len"] <= rows["output_len"]]
+
     def loaded(host: float) -> list[traffic.Load]:
         made = replace(calibration, host_seconds=host)
         return [traffic.closed_loop(traffic.replica(r["model"], r["gpu"], tp=int(r["n_gpus"]),

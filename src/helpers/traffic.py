@@ -35,7 +35,8 @@ scheduling it, detokenising its new token and streaming it to the client. Where 
 between GPU steps, it adds to the step; for Llama 3 8B on one H100, vLLM 0.5.3 spent 33 % of its
 time in the HTTP server and 29 % scheduling, the GPU 38 % (vLLM blog, 2024-09-05). The replica's
 ``per_sequence`` cost includes these ``host_seconds`` (fitted on NIM's closed-loop runs of Llama 3
-8B, :func:`calibration.fit_host_seconds`; 0 for an engine that overlaps them with the GPU's work).
+8B with prompts no longer than their outputs, :func:`calibration.fit_host_seconds`; 0 for an
+engine that overlaps them with the GPU's work).
 
 **Engines that do not split the KV cache.** An engine whose decoding attention reads each
 sequence's cache with one thread block per KV head (``split_kv=False``, :mod:`serving`) reads B
