@@ -427,9 +427,9 @@ def fit_host_seconds(rows: pd.DataFrame, calibration: serving.ServingCalibration
     ``rows`` (:func:`host_runs`) whose batch fits the KV cache and whose prompt is no longer than
     their output, under :func:`traffic.closed_loop` with NIM's unsplit cache read and
     ``calibration``'s other parameters: least squares of the log errors (golden-section search
-    within :data:`HOST_BOUNDS`). Longer prompts are left out: once the first wave is done, each new
-    request's prompt is prefilled within everyone's decoding steps, which the first-wave model
-    leaves out, and a fit on them would take that for the host's time."""
+    within :data:`HOST_BOUNDS`). Longer prompts are left out: the model misses them for another
+    reason (most likely the prefill of later requests within everyone's decoding steps, which the
+    first-wave model leaves out), and a fit on them would take that for the host's time."""
     rows = rows[rows["prompt_len"] <= rows["output_len"]]
 
     def loaded(host: float) -> list[traffic.Load]:
