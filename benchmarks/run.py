@@ -271,8 +271,9 @@ def inference_validation() -> list[str]:
     fits = loaded[loaded["fits"]]
     lines += ["", f"Under load (`traffic.closed_loop`, {len(loaded)} closed-loop NIM rows at {loaded['clients'].min()}-"
               f"{loaded['clients'].max()} clients; the single-client rows fit the per-block bandwidth of NIM's unsplit "
-              f"cache read, {calibration.HOST_FIT_MODEL}'s with more clients the host's {cal.host_seconds * 1e6:.1f} us per "
-              "sequence and step, and the other model's rows with more clients fit nothing; "
+              f"cache read, {calibration.HOST_FIT_MODEL}'s with more clients and prompts no longer than their outputs the "
+              f"host's {cal.host_seconds * 1e6:.1f} us per sequence and step, and the other model's rows with more clients "
+              "fit nothing; "
               f"{len(fits)} where the batch fits the KV cache): median error (signed median in brackets)", "",
               "| clients | rows | ms per token | output tokens/s | first token |", "| --- | --- | --- | --- | --- |"]
     tested = fits[fits["split"] == "test"]
