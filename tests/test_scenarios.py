@@ -97,8 +97,9 @@ def test_the_scenario_table_has_one_row_per_scenario():
 def test_at_the_high_concurrency_scenario_h100_and_l40s_cost_about_the_same_per_token():
     """Chapter 6 says that at 50 requests/s of Llama 3 8B an H100 is 'per token close to the L40S'
     (the serving engine's CPU time per sequence, the same on both, takes a larger share of the
-    faster GPU's step) and that an engine hiding that time makes the H100 the cheaper: within 15 %
-    of each other with the host's share, the H100 cheaper without it."""
+    faster GPU's step), that an engine hiding that time makes the H100 the cheaper, and that the H100
+    pulls ahead with larger models: within 15 % of each other with the host's share, the H100 cheaper
+    without it, and for Llama 3 70B at 10 requests/s less than half the L40S's price per token."""
     ranking = scenarios.answer("serving-l40s").ranking.set_index("gpu")["cost_usd"]
     h100, l40s = ranking["H100-SXM5-80GB"], ranking["L40S-48GB"]
     assert abs(h100 / l40s - 1) <= 0.15
@@ -107,3 +108,7 @@ def test_at_the_high_concurrency_scenario_h100_and_l40s_cost_about_the_same_per_
                               output_len=int(s["output_len"]), ttft_s=s["ttft_s"], tpot_s=s["tpot_s"], host_seconds=0.0,
                               gpu_names=["H100", "L40S"]).set_index("gpu")["cost_usd"]
     assert hidden["H100-SXM5-80GB"] < hidden["L40S-48GB"]
+    larger = select.recommend("llama-3-70b", task="serve", requests_per_s=10, prompt_len=int(s["prompt_len"]),
+                              output_len=int(s["output_len"]), ttft_s=s["ttft_s"], tpot_s=s["tpot_s"],
+                              gpu_names=["H100", "L40S"]).set_index("gpu")["cost_usd"]
+    assert larger["H100-SXM5-80GB"] < 0.5 * larger["L40S-48GB"]  # 'the H100 pulls ahead with larger models'
