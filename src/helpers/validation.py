@@ -7,7 +7,8 @@ GPU-hours of whole runs against :func:`compute.training_time`.
 Inference (``data/inference_runs.csv``): decoding speed, time to first token and static-batch
 throughput against the serving step model (:mod:`serving`), calibration and test rows apart; and
 serving under load (``data/loaded_serving_runs.csv``) against :mod:`traffic`, out of sample but
-for the single-client runs, on which the per-block bandwidth of an unsplit cache read is fitted.
+for the single-client runs, on which the per-block bandwidth of an unsplit cache read is fitted,
+and one model's runs with more clients, on which the host's time per sequence is fitted.
 
 Memory (``data/memory_runs.csv``): measured peak GPU (and, with offload, host) memory of
 fine-tuning runs with published settings against :func:`memory.training`, nothing fitted.
