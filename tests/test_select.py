@@ -276,7 +276,7 @@ def test_a_model_without_a_published_batch_is_planned_at_the_batch_its_tokens_ca
 
 
 @pytest.mark.parametrize("model, gpu, tpot_s, settings", [
-    ("llama-3-70b", "L40S", 0.04, "fp8 weights, tensor parallel 4, 1 replica"),
+    ("llama-3-70b", "L40S", 0.04, "int4 weights, tensor parallel 4, 1 replica"),
     ("llama-3.1-405b", "H100", 0.03, "int4 weights, tensor parallel 8, 1 replica"),
 ])
 def test_tighter_token_targets_reach_wider_groups(model, gpu, tpot_s, settings):
