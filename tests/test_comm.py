@@ -33,6 +33,15 @@ def test_large_message_bus_bandwidth_matches_nccl_tests():
     assert t.low < t.expected < t.high
 
 
+def test_pcie_collectives_run_at_what_eight_cards_across_two_sockets_reach():
+    """8 RTX 5090 on PCIe 5.0 in a two-socket server: 28 GB/s all-reduce bus bandwidth at 1-8 GB
+    (NVIDIA/nccl issue 1639), under half the link's 63 GB/s each way: the traffic runs through the CPUs."""
+    n, size = 8, 8e9
+    busbw = comm.bus_bandwidth("allreduce", size, n, comm.allreduce_time(size, n, "pcie5").expected)
+    assert busbw == pytest.approx(28e9, rel=0.02)
+    assert comm.link("pcie4").achieved_fraction == comm.link("pcie5").achieved_fraction < 0.5
+
+
 def test_gpu_link_choice():
     assert comm.gpu_link("H100", 8).name == "nvlink4"
     assert comm.gpu_link("H100 PCIe", 2).name == "nvlink4-bridge"

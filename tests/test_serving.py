@@ -202,7 +202,9 @@ def test_static_batches_out_of_sample():
     Decoding reads the cache with one thread block per KV head, as TensorRT-LLM 0.9 did without
     multi-block mode, at a per-block bandwidth fitted on NIM's single-client runs: on the HBM GPUs
     the batch-1 error no longer grows with the context (it fell from -2 % at 200 tokens or fewer to
-    -10 % beyond 2,500 when the cache streamed at full bandwidth)."""
+    -10 % beyond 2,500 when the cache streamed at full bandwidth). Eight L40 or L40S cards, whose
+    tensor-parallel all-reduces run through the CPUs, come within 10 % in median, the step and the
+    first token (at the 0.79 of PCIe that one GPU's DMA reaches they were 14-25 % and 32-33 % too fast)."""
     runs = validation.static_batch_runs()
     sources = calibration.serving_runs().loc[lambda t: t["split"] == "calibration", "source"]
     assert len(runs) >= 1800 and not sources.str.contains("DLI|trt_llm_0_9_0").any()
@@ -213,4 +215,6 @@ def test_static_batches_out_of_sample():
     signed = one["error ms per token"]
     assert abs(signed[context > 2500].median() - signed[context <= 200].median()) <= 0.04
     assert first[runs["batch"] == 1].median() <= 0.10
+    pcie = runs[runs["GPU"].str.startswith("L40") & (runs["GPUs"] == 8)].groupby("GPU")
+    assert (pcie["error ms per token"].median().abs() <= 0.10).all() and (pcie["error first token (ms)"].median().abs() <= 0.10).all()
     assert runs["inside band ms per token"].mean() >= 0.85 and runs["inside band first token (ms)"].mean() >= 0.85
