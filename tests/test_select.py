@@ -506,6 +506,11 @@ def test_options_are_the_table_in_si_units():
     assert row["ms per token"] == pytest.approx(top.time_per_token * 1000, rel=1e-15)
     assert row["first token (ms)"] == pytest.approx(top.time_to_first_token * 1000, rel=1e-15)
     assert top.ok and 0 < top.time_per_token <= 0.05 and top.tokens_per_s == 5 * 128
+    for o in found.options:  # the replicas share the GPUs, one tensor-parallel group each, as the settings say
+        if o.replicas:
+            tp = int(o.settings.split("tensor parallel ")[1].split(",")[0])
+            assert o.n_gpus == o.replicas * tp and o.settings.endswith(f"{o.replicas} replica{'s' * (o.replicas > 1)}")
+    assert any(o.replicas for o in found.options) and table["replicas"].tolist() == [o.replicas for o in found.options]
     training = select.options("llama-2-7b", tokens=1e11, gpu_names=["H100"])
     first = training.options[0]
     assert training.kind == "training" and first.days == pytest.approx(first.time.expected / DAY)

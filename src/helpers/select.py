@@ -50,9 +50,10 @@ class Option:
     such figure. Training: the run's ``time`` (an :class:`Estimate`, seconds), its
     ``scaling_efficiency`` and the ``limit`` that sets its pace. Serving: output ``tokens_per_s`` and
     ``time_per_token`` (seconds); at a fixed batch the roof that bounds decoding (``bound``); at a traffic
-    level the ``time_to_first_token`` (seconds), ``utilization``, the constraint that binds first
-    (``limit``), the requests/s one replica takes within the targets (``per_replica``) and, where no
-    plan serves, one replica's ``unloaded_step`` (seconds). ``memory_per_gpu`` in bytes;
+    level the ``replicas`` that share the traffic, the ``time_to_first_token`` (seconds),
+    ``utilization``, the constraint that binds first (``limit``), the requests/s one replica takes
+    within the targets (``per_replica``) and, where no plan serves, one replica's ``unloaded_step``
+    (seconds). ``memory_per_gpu`` in bytes;
     ``cost_usd`` the run's on demand, or per million tokens served. ``binding`` and ``reason``: the
     constraint that decides and why; ``ok``: whether the option meets every constraint."""
 
@@ -70,6 +71,7 @@ class Option:
     bound: str = ""
     limit: str = ""
     per_replica: float = nan
+    replicas: int = 0
     unloaded_step: float = nan
     cost_usd: float = nan
     binding: str = ""
@@ -88,7 +90,7 @@ COLUMNS = {
                  "scaling efficiency", "cost_usd", "binding", "reason"),
     "fixed batch": ("gpu", "n_gpus", "settings", "fits", "memory per GPU (GB)", "tokens/s", "ms per token", "bound",
                     "cost_usd", "binding", "reason"),
-    "traffic": ("gpu", "n_gpus", "settings", "fits", "tokens/s", "ms per token", "first token (ms)", "utilization",
+    "traffic": ("gpu", "n_gpus", "replicas", "settings", "fits", "tokens/s", "ms per token", "first token (ms)", "utilization",
                 "cost_usd", "binding", "reason"),
 }
 
@@ -100,7 +102,7 @@ def _display(o: Option) -> dict:
             "memory per GPU (GB)": o.memory_per_gpu / 1e9, "days": o.days, "days low": low, "days high": high,
             "scaling efficiency": o.scaling_efficiency, "tokens/s": o.tokens_per_s,
             "ms per token": o.time_per_token * 1000, "first token (ms)": o.time_to_first_token * 1000,
-            "utilization": o.utilization, "bound": o.bound, "cost_usd": o.cost_usd, "binding": o.binding,
+            "utilization": o.utilization, "replicas": o.replicas, "bound": o.bound, "cost_usd": o.cost_usd, "binding": o.binding,
             "reason": o.reason}
 
 
@@ -176,7 +178,7 @@ def _traffic_option(g: gpus.GPU, tp: int, dtype: str, r: traffic.Replica, reques
                   time_to_first_token=at.time_to_first_token, utilization=at.utilization,
                   cost_usd=check_result(rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6,
                                         requests_per_s=requests_per_s) if rate else nan,
-                  limit=p.binding, per_replica=p.per_replica_max)
+                  limit=p.binding, per_replica=p.per_replica_max, replicas=p.replicas)
 
 
 #: The reason given where a budget is set and the GPU has no dated price to hold against it.
@@ -240,8 +242,8 @@ def recommend(model: "Model | str | float", **kwargs) -> pd.DataFrame:
     """:func:`options` as a table (:meth:`Recommendation.to_frame`), ranked best first: for training,
     columns gpu, n_gpus, settings, fits, memory per GPU (GB), days (low, high), scaling efficiency,
     cost_usd (on demand), binding (memory, deadline, budget, interconnect or compute) and reason; at
-    a traffic level, gpu, n_gpus (all replicas), settings, fits, tokens/s (output), ms per token,
-    first token (ms), utilization, cost_usd (per million input and output tokens), binding (memory,
+    a traffic level, gpu, n_gpus (all replicas), replicas, settings, fits, tokens/s (output), ms per
+    token, first token (ms), utilization, cost_usd (per million input and output tokens), binding (memory,
     time per token, time to first token, capacity or budget) and reason; at a fixed batch, gpu,
     n_gpus, settings, fits, memory per GPU (GB), tokens/s, ms per token, bound, cost_usd (per
     million tokens), binding (memory, compute, memory bandwidth, latency or budget) and reason."""
