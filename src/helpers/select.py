@@ -90,8 +90,8 @@ COLUMNS = {
                  "scaling efficiency", "cost_usd", "binding", "reason"),
     "fixed batch": ("gpu", "n_gpus", "settings", "fits", "memory per GPU (GB)", "tokens/s", "ms per token", "bound",
                     "cost_usd", "binding", "reason"),
-    "traffic": ("gpu", "n_gpus", "replicas", "settings", "fits", "tokens/s", "ms per token", "first token (ms)", "utilization",
-                "cost_usd", "binding", "reason"),
+    "traffic": ("gpu", "n_gpus", "replicas", "settings", "fits", "tokens/s", "ms per token", "first token (ms)",
+                "utilization", "cost_usd", "binding", "reason"),
 }
 
 
@@ -102,8 +102,8 @@ def _display(o: Option) -> dict:
             "memory per GPU (GB)": o.memory_per_gpu / 1e9, "days": o.days, "days low": low, "days high": high,
             "scaling efficiency": o.scaling_efficiency, "tokens/s": o.tokens_per_s,
             "ms per token": o.time_per_token * 1000, "first token (ms)": o.time_to_first_token * 1000,
-            "utilization": o.utilization, "replicas": o.replicas, "bound": o.bound, "cost_usd": o.cost_usd, "binding": o.binding,
-            "reason": o.reason}
+            "utilization": o.utilization, "replicas": o.replicas, "bound": o.bound, "cost_usd": o.cost_usd,
+            "binding": o.binding, "reason": o.reason}
 
 
 @dataclass(frozen=True)
@@ -243,8 +243,8 @@ def recommend(model: "Model | str | float", **kwargs) -> pd.DataFrame:
     columns gpu, n_gpus, settings, fits, memory per GPU (GB), days (low, high), scaling efficiency,
     cost_usd (on demand), binding (memory, deadline, budget, interconnect or compute) and reason; at
     a traffic level, gpu, n_gpus (all replicas), replicas, settings, fits, tokens/s (output), ms per
-    token, first token (ms), utilization, cost_usd (per million input and output tokens), binding (memory,
-    time per token, time to first token, capacity or budget) and reason; at a fixed batch, gpu,
+    token, first token (ms), utilization, cost_usd (per million input and output tokens), binding
+    (memory, time per token, time to first token, capacity or budget) and reason; at a fixed batch, gpu,
     n_gpus, settings, fits, memory per GPU (GB), tokens/s, ms per token, bound, cost_usd (per
     million tokens), binding (memory, compute, memory bandwidth, latency or budget) and reason."""
     return options(model, **kwargs).to_frame()
