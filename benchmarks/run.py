@@ -27,6 +27,7 @@ matplotlib.use("Agg")
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 
+import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from helpers import _data, calibration, planner, plots, select, serving, traffic, validation, widgets  # noqa: E402
@@ -83,6 +84,18 @@ def timed(f, repeat: int = 1) -> list[float]:
         f()
         out.append(time.perf_counter() - start)
     return out
+
+
+def host_reference() -> float:
+    """Seconds this host takes for a fixed workload that does not depend on the book's code (a
+    pure-Python loop and small numpy operations, the mix the panels and the step model run): the
+    yardstick to compare before comparing this file's times across hosts."""
+    def work():
+        sum(i * i for i in range(300_000))
+        a = np.arange(4096.0)
+        for _ in range(2000):
+            a = np.maximum(a * 1.0001, a - 1.0)
+    return statistics.median(timed(work, repeat=5))
 
 
 def p95(values: list[float]) -> float:
@@ -359,7 +372,9 @@ def main() -> None:
     lines = ["# Benchmarks", "",
              f"Machine: {platform.machine()}, {len(os.sched_getaffinity(0))} cores, Python "
              f"{platform.python_version()}, matplotlib {matplotlib.__version__}. Written by `python benchmarks/run.py"
-             f"{' --full' if args.full else ''}`; times in milliseconds unless said otherwise.", "",
+             f"{' --full' if args.full else ''}`; times in milliseconds unless said otherwise. Host reference "
+             f"(`run.host_reference`, a fixed pure-Python and numpy workload that runs none of the book's code): "
+             f"{host_reference() * 1000:.0f} ms; compare it before comparing these times across hosts.", "",
              f"## Panels (target: p95 at most {TARGETS['panel p95 (ms)']} ms from a control move to the redrawn output)",
              ""] + panels() + ["", f"## Selector sweep (target {TARGETS['selector sweep (ms)']} ms)", ""] + selector() + \
         [""] + training_validation() + [""] + inference_validation() + [""] + communication_validation() + [""] + \
