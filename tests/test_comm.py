@@ -1,3 +1,5 @@
+from pathlib import Path
+
 import numpy as np
 import pytest
 from hypothesis import given
@@ -148,3 +150,10 @@ def test_one_server_of_a_multinode_all_reduce_is_the_all_reduce_it_asks_for():
     ring = comm.multinode_allreduce_time(1e9, 1, 8, "nvlink4", "ib-ndr", algorithm="ring")
     assert ring == comm.allreduce_time(1e9, 8, "nvlink4", algorithm="ring")
     assert ring.expected > comm.allreduce_time(1e9, 8, "nvlink4").expected
+
+
+def test_the_formula_sheet_states_the_fractions_the_data_holds():
+    """book/formulas.md types two achieved fractions into its formulas: NVLS's and PCIe collectives'."""
+    sheet = (Path(__file__).resolve().parents[1] / "book" / "formulas.md").read_text(encoding="utf-8")
+    assert f"S/({comm.link('nvlink4').nvls_fraction:.2f}\\,B)" in sheet
+    assert f"$B = {comm.link('pcie5').achieved_fraction:.2f}\\,\\times$ the PCIe line rate" in sheet
