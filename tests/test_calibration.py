@@ -168,3 +168,14 @@ def test_runs_on_aws_p4d_pay_for_its_400_gbps_per_server():
     hgx = steptime.step_time(calibration.run_model(pythia), pythia["gpu"], plan.layout,
                              network=steptime.network_for(pythia["gpu"]))
     assert p4d.data_parallel / p4d.total > 0.1 and hgx.data_parallel / hgx.total < p4d.data_parallel / p4d.total / 3
+
+
+def test_pythia_reduces_its_gradients_after_the_backward_pass():
+    """Pythia's configs set synchronize-each-layer: DeepSpeed's checkpointing synchronizes the whole GPU
+    at every checkpointed layer, waiting for the reduction stream too, so none of the data-parallel
+    traffic hides behind the backward pass."""
+    rows = _data.table("training_runs").set_index("id", drop=False)
+    for i in rows.index[rows["family"] == "pythia"]:
+        plan = validation._whole_run_plan(rows.loc[i], steptime.default_calibration())
+        assert not plan.layout.overlap and not plan.layout.gather_overlap
+        assert plan.step.data_parallel == pytest.approx(plan.step.data_parallel_total, rel=1e-12)
