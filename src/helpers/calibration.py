@@ -36,15 +36,21 @@ BOUNDS = {"gemm": (0.3, 1.0), "elementwise_passes": (0.0, 12.0), "overlap_effici
 
 
 def run_model(row: pd.Series) -> models.Model:
-    """The preset named in the row, or a dense GPT shape with the row's layers, width, heads and
-    vocabulary (heads of 128 and a 50,257-token vocabulary when the row does not say)."""
+    """The preset named in the row, or a dense GPT shape with the row's layers, width, heads, key-value
+    heads, MLP (width and kind) and vocabulary; where the row does not say, heads of 128, as many
+    key-value heads as heads, a GELU MLP 4 x d_model wide and a 50,257-token vocabulary."""
     if isinstance(row["model"], str):
         return models.get(row["model"])
     d = int(row["d_model"])
-    heads = int(row["n_heads"]) if not pd.isna(row.get("n_heads")) else d // 128
-    vocab = int(row["vocab_size"]) if not pd.isna(row.get("vocab_size")) else models.dense(1e9).vocab_size
+
+    def stated(column: str, default: int) -> int:
+        return default if pd.isna(row.get(column)) else int(row[column])
+
+    heads = stated("n_heads", d // 128)
     return replace(models.dense(float(row["n_params"]), name=row["run"]), n_layers=int(row["n_layers"]), d_model=d,
-                   n_heads=heads, n_kv_heads=heads, d_ff=4 * d, vocab_size=vocab)
+                   n_heads=heads, n_kv_heads=stated("n_kv_heads", heads), d_ff=stated("d_ff", 4 * d),
+                   mlp=row["mlp"] if isinstance(row.get("mlp"), str) else "gelu",
+                   vocab_size=stated("vocab_size", models.dense(1e9).vocab_size))
 
 
 def megatron_flops_per_token(model: models.Model, seq_len: int) -> float:
