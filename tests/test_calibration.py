@@ -186,6 +186,20 @@ def test_a_row_shapes_its_model_with_its_key_value_heads_and_mlp():
     assert (pythia.n_kv_heads, pythia.d_ff, pythia.mlp) == (pythia.n_heads, 4 * pythia.d_model, "gelu")
 
 
+def test_deepspeed_reduces_bf16_gradients_in_bf16():
+    """DeepSpeed's ZeRO-1 keeps and reduces a bf16 model's gradients in bf16 (StableLM-3B-4E1T's row states
+    2 bytes), where Megatron-LM reduces them in fp32: the gradients' reduce-scatter halves, the weights'
+    all-gather (2 bytes either way) stays."""
+    row = _data.table("training_runs").set_index("id", drop=False).loc["M123"]
+    assert row["grad_bytes"] == 2
+    cal = steptime.default_calibration()
+    ((deepspeed, bf16), (_, fp32)) = calibration.best_layouts(
+        pd.DataFrame([calibration.layout_row(row), calibration.layout_row(row.drop("grad_bytes"))]), cal)
+    assert deepspeed.grad_bytes == 2
+    # 2 + 2 bytes per parameter against 4 + 2, the rings' latency aside
+    assert fp32.data_parallel_total / bf16.data_parallel_total == pytest.approx(6 / 4, rel=0.01)
+
+
 def test_pythia_reduces_its_gradients_after_the_backward_pass():
     """Pythia's configs set synchronize-each-layer: DeepSpeed's checkpointing synchronizes the whole GPU
     at every checkpointed layer, waiting for the reduction stream too, so none of the data-parallel

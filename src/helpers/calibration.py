@@ -102,12 +102,13 @@ def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
 def layout_row(row: pd.Series) -> dict:
     """What the step model needs of a row that states its layout: id, run, family, split, GPU,
     dtype, GPUs, source, model, sequence length, layout candidates, flags (with the attention
-    kernel) and servers."""
+    kernel and, where the row states them, the bytes per gradient element reduced) and servers."""
     m = run_model(row)
     return {"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
             "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"]),
             "model": m, "seq_len": int(row["seq_len"]), "candidates": candidates(row, m.n_layers),
-            "flags": {**{k: bool(row[k]) for k in FLAGS}, "attention_kernel": _attention_kernel(row)},
+            "flags": {**{k: bool(row[k]) for k in FLAGS}, "attention_kernel": _attention_kernel(row),
+                      "grad_bytes": None if pd.isna(row.get("grad_bytes")) else int(row["grad_bytes"])},
             "network": run_network(row), "source": row["source"]}
 
 
