@@ -24,9 +24,9 @@ A job that llm-analysis refuses records the error as its status; the others go o
 
 Mapping a row to llm-analysis:
 
-* shape: n_layers, d_model and seq_len from the row; n_heads, d_ff and vocab_size from the row if
-  it has them, else from models.csv for a named model, else d_model/128, 4*d_model and 51200;
-  key-value heads, gated MLP and experts from models.csv for a named model, else MHA, plain, 1.
+* shape: n_layers, d_model and seq_len from the row; n_heads, key-value heads, d_ff, gated MLP and
+  vocab_size from the row if it has them, else from models.csv for a named model, else d_model/128,
+  MHA, 4*d_model, plain and 51200; experts from models.csv for a named model, else 1.
 * layout: tp, pp, dp and global_batch (sequences) are required, else status "no layout"; an empty
   micro_batch is 1 (its step time does not depend on it, and left to pick one it refuses runs
   whose activations it thinks do not fit), an empty zero_stage 0 and an empty recompute none.
@@ -61,7 +61,7 @@ GPUS = {"A100-SXM4-80GB": "a100-sxm-80gb", "A100-SXM4-40GB": "a100-sxm-40gb",
 SETTINGS = {"defaults": {}, "tuned": {"flops_efficiency": 0.5, "hbm_memory_efficiency": 0.9}}
 RECOMPUTE = {"none": "NONE", "selective": "SELECTIVE", "full": "FULL"}  # its ActivationRecomputation
 LAYOUT = ["tp", "pp", "dp", "global_batch"]
-OPTIONAL = ["cp", "micro_batch", "zero_stage", "recompute", "n_heads", "d_ff", "vocab_size"]
+OPTIONAL = ["cp", "micro_batch", "zero_stage", "recompute", "n_heads", "n_kv_heads", "d_ff", "mlp", "vocab_size"]
 
 WORKER = r"""
 import json, logging, sys
@@ -113,9 +113,9 @@ def model_config(row, models: pd.DataFrame) -> dict:
               "n_head": int(pick("n_heads", row.d_model // 128)), "ffn_embed_dim": int(d_ff),
               "expansion_ratio": d_ff / row.d_model, "max_seq_len": int(row.seq_len),
               "vocab_size": int(pick("vocab_size", 51200))}
+    config["num_key_value_heads"] = int(pick("n_kv_heads", config["n_head"]))
     if named is not None:
-        config.update(num_key_value_heads=int(named.n_kv_heads), moe_num_experts=int(named.n_experts),
-                      moe_top_k=int(named.experts_per_token))
+        config.update(moe_num_experts=int(named.n_experts), moe_top_k=int(named.experts_per_token))
     return config
 
 
@@ -135,7 +135,7 @@ def job(row, models: pd.DataFrame) -> dict | str:
         "zero_stage": int(row.zero_stage or 0),
         "batch": {"seq_len": int(row.seq_len), "global_batch_size": int(row.global_batch),
                   "batch_size_per_gpu": int(row.micro_batch or 1),
-                  "mlp_gated_linear_units": models.mlp.get(row.model) == "swiglu"},
+                  "mlp_gated_linear_units": (row.mlp or models.mlp.get(row.model)) == "swiglu"},
     }
 
 

@@ -32,31 +32,46 @@ def training_runs() -> pd.DataFrame:
     or where none is published of the planner's (:func:`planner.plan`, at the published batch where
     stated), with its band and goodput; where the publication derived its GPU-hours from a steady
     throughput (``gpu_hours_basis`` "throughput"), with no downtime (goodput 1). Test rows were
-    used for neither the fit nor the band."""
+    used for neither the fit nor the band.
+
+    Beside each, ``half-peak error``: the time error of a plain constant, every FLOP of the layout
+    (its recomputation included) at half the dense peak, with no communication and no downtime
+    (:func:`compute.training_time` with ``mfu=0.5, goodput=1``): the baseline the step model has to beat."""
     rows = calibration.runs()
     cal = steptime.default_calibration()
     out = []
     for (layout, step), (_, r) in zip(calibration.best_layouts(rows, cal), rows.iterrows()):
         low, high = calibration.band(r["GPU"], r["dtype"])  # on time: throughput divides by them
         predicted = step.tokens_per_second_per_gpu
+        seconds = _half_peak(r["model"], layout, r["GPU"], layout.tokens)  # one step
         out.append({"id": r["id"], "run": r["run"], "family": r["family"], "split": r["split"], "GPU": r["GPU"],
                     "GPUs": r["GPUs"], "dtype": r["dtype"], "end to end": False, "layout": layout.describe(),
                     "unit": "tokens/s per GPU", "published": r["published"], "predicted": predicted,
                     "band low": predicted / high, "band high": predicted / low,
                     "time error": r["published"] / predicted - 1,
-                    "inside band": bool(predicted / high <= r["published"] <= predicted / low), "source": r["source"]})
+                    "inside band": bool(predicted / high <= r["published"] <= predicted / low),
+                    "half-peak error": r["published"] * r["GPUs"] * seconds / layout.tokens - 1, "source": r["source"]})
     table = _data.table("training_runs")
     for _, r in table[table["gpu_hours"].notna() & table["n_gpus"].notna()].iterrows():
         best = _whole_run_plan(r, cal)
         n = best.n_gpus
         steady = r["gpu_hours_basis"] == "throughput"  # tokens over a steady throughput: no downtime in it
         hours = compute.run_time(best, float(r["tokens"]), goodput=1.0 if steady else None).map(lambda t: t * n / HOUR)
+        constant = _half_peak(calibration.run_model(r), best.layout, r["gpu"], float(r["tokens"])) * n / HOUR
         out.append({"id": r["id"], "run": r["run"], "family": r["family"], "split": r["split"], "GPU": r["gpu"],
                     "GPUs": n, "dtype": r["dtype"], "end to end": True, "layout": best.layout.describe(),
                     "unit": "GPU-hours", "published": float(r["gpu_hours"]), "predicted": hours.expected,
                     "band low": hours.low, "band high": hours.high, "time error": hours.expected / float(r["gpu_hours"]) - 1,
-                    "inside band": bool(hours.contains(float(r["gpu_hours"]))), "source": r["source"]})
+                    "inside band": bool(hours.contains(float(r["gpu_hours"]))),
+                    "half-peak error": constant / float(r["gpu_hours"]) - 1, "source": r["source"]})
     return pd.DataFrame(out)
+
+
+def _half_peak(model: models.Model, layout: steptime.Layout, gpu: str, tokens: float) -> float:
+    """Seconds for ``tokens`` tokens on ``layout``'s GPUs at half the dense peak, every FLOP of the
+    layout counted (its recomputation included), no communication, no downtime."""
+    return compute.training_time(model, tokens, gpu, layout.n_gpus, dtype=layout.dtype, mfu=0.5, goodput=1.0,
+                                 seq_len=layout.seq_len, recompute=layout.recompute).expected
 
 
 def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
