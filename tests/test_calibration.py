@@ -171,6 +171,16 @@ def test_the_step_model_beats_half_the_peak_on_every_steady_test_family(runs):
     assert abs(whole["time error"].abs().median() - whole["half-peak error"].abs().median()) < 0.05
 
 
+def test_the_overview_sets_half_the_peak_beside_the_training_estimates(runs):
+    """validation.out_of_sample carries the baseline's median error for the two training estimates (what
+    the chapters glue as half-peak-steady and half-peak-e2e) and none for the others."""
+    table = validation.out_of_sample().set_index("estimate")["half the peak"]
+    steady = runs[~runs["end to end"] & (runs["split"] == "test")]
+    assert table["training step, steady state"] == steady["half-peak error"].abs().median()
+    assert table["training, whole runs (GPU-hours)"] == runs[runs["end to end"]]["half-peak error"].abs().median()
+    assert table.drop(["training step, steady state", "training, whole runs (GPU-hours)"]).isna().all()
+
+
 def test_half_the_peak_counts_the_layouts_flops():
     """BLOOM's whole run at half the peak: 8ND with full recomputation, attention included, over 384 A100s
     at 156 TFLOP/s each, no downtime."""

@@ -81,11 +81,18 @@ OUT_OF_SAMPLE_KEYS = (("train-median", "training step, steady state", 1),
                       ("trt-memory-median", "serving memory, TensorRT-LLM 0.9 (peak per GPU)", 1))
 
 
+#: The same for the baseline of the training estimates, half the peak on every FLOP (``half the peak``).
+BASELINE_KEYS = (("half-peak-steady", "training step, steady state", 1),
+                 ("half-peak-e2e", "training, whole runs (GPU-hours)", 0))
+
+
 def glue_out_of_sample() -> pd.DataFrame:
-    """Glue the median errors of :data:`OUT_OF_SAMPLE_KEYS` and return the whole table, by estimate."""
+    """Glue the median errors of :data:`OUT_OF_SAMPLE_KEYS` and of :data:`BASELINE_KEYS` and return the
+    whole table, by estimate."""
     errors = validation.out_of_sample().set_index("estimate")
-    for key, estimate, digits in OUT_OF_SAMPLE_KEYS:
-        glue_md(key, f"{errors.loc[estimate, 'median error']:.{digits}%}")
+    for keys, column in ((OUT_OF_SAMPLE_KEYS, "median error"), (BASELINE_KEYS, "half the peak")):
+        for key, estimate, digits in keys:
+            glue_md(key, f"{errors.loc[estimate, column]:.{digits}%}")
     return errors
 
 

@@ -288,7 +288,9 @@ def out_of_sample() -> pd.DataFrame:
     :func:`training_runs` and every whole run; serving: test rows of :func:`inference_runs` by kind
     every test load of :func:`loaded_runs` whose batch fits and every static batch of
     :func:`static_batch_runs` (by batch size); memory: every fine-tuning run of
-    :func:`memory_runs` and every static batch's peak (the memory model has no fitted parameter)."""
+    :func:`memory_runs` and every static batch's peak (the memory model has no fitted parameter).
+    For training, ``half the peak``: the median error of the plain constant of :func:`training_runs`
+    (``half-peak error``) on the same runs, the baseline the step model has to beat."""
     training = training_runs()
     steady = training[~training["end to end"] & (training["split"] == "test")]
     whole = training[training["end to end"]]
@@ -296,24 +298,25 @@ def out_of_sample() -> pd.DataFrame:
     test = inference[inference["split"] == "test"]
     loaded = loaded_runs()
     loaded = loaded[loaded["fits"] & (loaded["split"] == "test")]
-    parts = [("training step, steady state", steady["time error"], steady["inside band"]),
-             ("training, whole runs (GPU-hours)", whole["time error"], whole["inside band"])]
-    parts += [(name, test.loc[test["kind"] == kind, "error"], test.loc[test["kind"] == kind, "inside band"])
+    parts = [("training step, steady state", steady["time error"], steady["inside band"], steady["half-peak error"]),
+             ("training, whole runs (GPU-hours)", whole["time error"], whole["inside band"], whole["half-peak error"])]
+    parts += [(name, test.loc[test["kind"] == kind, "error"], test.loc[test["kind"] == kind, "inside band"], None)
               for name, kind in (("decoding at batch 1", "decode"), ("time to first token", "prefill"),
                                  ("static batches", "static batch"))]
-    parts += [(f"under load: {what}", loaded[f"error {column}"], None)
+    parts += [(f"under load: {what}", loaded[f"error {column}"], None, None)
               for what, column in (("time per output token", "ms per token"), ("output tokens/s", "output tokens/s"),
                                    ("time to first token", "first token (ms)"))]
     static = static_batch_runs()
     for name, rows in (("batch 1", static["batch"] == 1), ("batch 2-31", static["batch"].between(2, 31)),
                        ("batch 32 or more", static["batch"] >= 32)):
         parts.append((f"static batches, TensorRT-LLM 0.9: decoding step at {name}",
-                      static.loc[rows, "error ms per token"], static.loc[rows, "inside band ms per token"]))
+                      static.loc[rows, "error ms per token"], static.loc[rows, "inside band ms per token"], None))
     parts.append(("static batches, TensorRT-LLM 0.9: time to first token", static["error first token (ms)"],
-                  static["inside band first token (ms)"]))
-    parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None))
-    parts.append(("serving memory, TensorRT-LLM 0.9 (peak per GPU)", static["error memory (GB)"], None))
+                  static["inside band first token (ms)"], None))
+    parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None, None))
+    parts.append(("serving memory, TensorRT-LLM 0.9 (peak per GPU)", static["error memory (GB)"], None, None))
     return pd.DataFrame([{"estimate": name, "measurements": len(errors), "median error": errors.abs().median(),
                           "largest error": errors.abs().max(),
-                          "inside band": float("nan") if inside is None else float(inside.mean())}
-                         for name, errors, inside in parts])
+                          "inside band": float("nan") if inside is None else float(inside.mean()),
+                          "half the peak": float("nan") if baseline is None else baseline.abs().median()}
+                         for name, errors, inside, baseline in parts])
