@@ -42,7 +42,8 @@ UNCHECKED = {
        for name in ("comm.allreduce_expected", "comm.alpha_beta", "memory.first_stage_layers", "serving.cache_read_seconds",
                     "memory.inference_workspace", "memory.layer_activation_bytes", "memory.logit_activation_bytes",
                     "memory.shard", "planner.layout_memory", "serving.batch_totals", "serving.experts_read",
-                    "serving.weight_share_read", "steptime.interleaved", "steptime.picked", "steptime.terms")},
+                    "serving.weight_share_read", "steptime.interleaved", "steptime.picked", "steptime.stacked",
+                    "steptime.terms")},
 }
 
 LLAMA = models.get("llama-2-7b")
@@ -81,6 +82,7 @@ EXAMPLES = {
     "memory.quantized_weight_bytes": dict(model=LLAMA, weight_dtype="int4"),
     "models.from_config": dict(config=QWEN3, name="my-qwen"),
     "planner.batch_tokens": dict(model="llama-2-70b", tokens=2e12),
+    "planner.catalog": dict(model="llama-2-7b", jobs=[("H100", (8, 64)), ("L40S", (4,))], tokens=1e12),
     "planner.layout_bytes": dict(model=LLAMA, layout=LAYOUT),
     "planner.plan": dict(model="llama-2-7b", gpu="H100", n_gpus=16),
     "planner.plans": dict(model="llama-2-7b", gpu="A100 80GB", counts=(8, 64), seq_len=4096, tokens=1e12),

@@ -570,3 +570,14 @@ def test_a_narrow_nvlink_domain_plans_the_wide_grid_without_its_wider_tensor_par
     assert all((c[k][base] == c[k]).all() for k in c if k != "vpp")
     need = planner._needs(m, domain, planner.COUNTS, 977, 4096, "bf16")[0]
     assert (need == planner.layout_memory(m, c, 4096, "bf16")).all()
+
+
+def test_the_catalog_search_plans_each_gpu_as_planning_it_alone():
+    """One vectorised search over several GPUs (each with its own rates, dtype, network and counts,
+    some with no layout at all) finds, for each, exactly the plans of searching it alone."""
+    jobs = [("H100", (8, 64, 512)), ("RTX 4090", (1, 8)), ("V100", (16,)), ("L40S", (8, 64)), ("T4", (4095,))]
+    together = planner.catalog("llama-2-13b", jobs, tokens=1e12)
+    assert [len(found) for found in together] == [len(counts) for _, counts in jobs]
+    assert together[-1] == [None] and all(found[0] for found in together[:-1])
+    for (gpu, counts), found in zip(jobs, together):
+        assert found == planner.plans("llama-2-13b", gpu, counts, tokens=1e12)

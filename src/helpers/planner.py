@@ -227,20 +227,18 @@ def _first_of_each(groups: np.ndarray, values: np.ndarray) -> np.ndarray:
     return hit[np.concatenate(([True], groups[hit][1:] != groups[hit][:-1]))]
 
 
-@lru_cache(maxsize=256)
-def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: str, target_sequences: int,
-           network: Network, calibration: Calibration) -> tuple[Plan | None, ...]:
-    """The best layout for each GPU count (None where no layout can use that many GPUs), all
-    candidates of all counts evaluated in one vectorised call. Memory is checked first: the step
-    is timed only for layouts that fit (or, for a count where none does, its most frugal one), and
-    a full-recompute layout only where the same layout without recompute does not fit. Cached (the
-    plans are frozen): a reader moving a deadline or a budget re-ranks the catalog without
-    re-planning it."""
+def _candidates(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: str, target_sequences: int,
+                network: Network):
+    """The layouts of a GPU's :func:`_block` worth timing: those that fit (or, for a count where none
+    does, its most frugal one), and a full-recompute layout only where the same layout without
+    recompute does not fit. Returns the block, the count each of its layouts belongs to, their
+    memory and fit, the indices kept, the indices of the plain 1F1B siblings to time, and where each
+    kept layout's sibling sits among those (None when no layout can use these counts)."""
     # the widest tensor-parallel group that fits the domain: a 72-GPU NVLink domain plans as an 8-GPU one
     domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server, TP_DEGREES[-1]))
     c, owner, base = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
     if not len(owner):
-        return (None,) * len(counts)
+        return None
     need, frugal = _needs(model, domain, counts, target_sequences, seq_len, dtype)
     fits = need <= g.memory_bytes
     # candidates come in (none, full) pairs: full recompute only buys memory
@@ -250,45 +248,90 @@ def _plans(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dtype: s
     # where nothing of a count fits, keep its most frugal try
     keep[frugal[np.bincount(owner[fits], minlength=len(counts))[owner[frugal]] == 0]] = True
     idx = np.flatnonzero(keep)
-    kept = {k: v[idx] for k, v in c.items()}
     # time each kept layout's plain 1F1B sibling once, and derive its interleaved variants from it
     timed = np.zeros(len(owner), dtype=bool)
     timed[base[idx]] = True
-    plain = np.flatnonzero(timed)
-    kernel = steptime.attention_kernel_for(g)
-    t = steptime.terms(model, g, **{k: v[plain] for k, v in c.items()}, seq_len=seq_len, dtype=dtype,
-                       attention_kernel=kernel, network=network, calibration=calibration)
-    at = (np.cumsum(timed) - 1)[base[idx]]
-    t = steptime.interleaved({k: v[at] for k, v in t.items()}, kept["vpp"], kept["pp"],
-                             kept["global_batch"] // (kept["dp"] * kept["micro_batch"]))
-    per_sequence = sum(t[k] for k in StepTime.TERMS) / kept["global_batch"]  # batches differ between layouts
-    out = [None] * len(counts)
-    best = _first_of_each(owner[idx], per_sequence)
-    for i, (layout, step) in zip(best, steptime.picked(model, g, kept, t, best, seq_len=seq_len, dtype=dtype,
-                                                       attention_kernel=kernel)):
-        out[owner[idx[i]]] = Plan(gpu=g.name, n_gpus=counts[owner[idx[i]]], layout=layout, step=step,
-                                  memory_per_gpu=float(need[idx[i]]), fits=bool(fits[idx[i]]))
-    return tuple(out)
+    return c, owner, need, fits, idx, np.flatnonzero(timed), (np.cumsum(timed) - 1)[base[idx]]
+
+
+@lru_cache(maxsize=256)
+def _catalog(model: Model, jobs: tuple[tuple[GPU, tuple[int, ...], str, Network], ...], seq_len: int,
+             target_sequences: int, calibration: Calibration) -> tuple[tuple[Plan | None, ...], ...]:
+    """For each job (GPU, counts, dtype, network), the best layout of each count (None where no
+    layout can use that many GPUs). The candidates of all jobs (:func:`_candidates`) are timed in
+    one vectorised call of :func:`steptime.terms`, each with its own GPU's :func:`steptime.rates`,
+    which costs half of timing them GPU by GPU. Cached (the plans are frozen): a reader moving a
+    deadline or a budget re-ranks the catalog without re-planning it."""
+    found = [_candidates(model, g, counts, seq_len, dtype, target_sequences, network)
+             for g, counts, dtype, network in jobs]
+    live = [(job, f) for job, f in zip(jobs, found) if f is not None]
+    out = {}
+    if live:
+        jobs_live, (blocks, owners, needs, fitted, kept, timed, at) = [j for j, _ in live], zip(*(f for _, f in live))
+        r = steptime.stacked([steptime.rates(g, dtype, steptime.attention_kernel_for(g), network, calibration)
+                              for g, _, dtype, network in jobs_live], [len(i) for i in timed])
+        every = steptime.terms(model, r, **{k: np.concatenate([b[k][i] for b, i in zip(blocks, timed)]) for k in blocks[0]},
+                               seq_len=seq_len, calibration=calibration)
+        c = {k: np.concatenate([b[k][i] for b, i in zip(blocks, kept)]) for k in blocks[0]}
+        starts = np.cumsum([0] + [len(i) for i in timed])
+        t = steptime.interleaved({k: v[np.concatenate([a + s for a, s in zip(at, starts)])] for k, v in every.items()},
+                                 c["vpp"], c["pp"], c["global_batch"] // (c["dp"] * c["micro_batch"]))
+        per_sequence = sum(t[k] for k in StepTime.TERMS) / c["global_batch"]  # batches differ between layouts
+        # each job's counts are groups of their own, numbered on from the previous job's
+        first = np.cumsum([0] + [len(job[1]) for job in jobs_live])
+        owner = np.concatenate([o[i] + f for o, i, f in zip(owners, kept, first)])
+        need, fits = np.concatenate([n[i] for n, i in zip(needs, kept)]), np.concatenate([f[i] for f, i in zip(fitted, kept)])
+        best = _first_of_each(owner, per_sequence)
+        job_of = np.searchsorted(np.cumsum([len(i) for i in kept]), best, side="right")
+        for n, (g, counts, dtype, network) in enumerate(jobs_live):
+            mine = best[job_of == n]
+            picked = steptime.picked(model, g, c, t, mine, seq_len=seq_len, dtype=dtype,
+                                     attention_kernel=steptime.attention_kernel_for(g))
+            plans = [None] * len(counts)
+            for j, (layout, step) in zip(mine, picked):
+                count = owner[j] - first[n]
+                plans[count] = Plan(gpu=g.name, n_gpus=counts[count], layout=layout, step=step,
+                                    memory_per_gpu=float(need[j]), fits=bool(fits[j]))
+            out[g, counts, dtype, network] = tuple(plans)
+    return tuple(out.get(job, (None,) * len(job[1])) for job in jobs)
 
 
 def plans(model: "Model | str | float", gpu: "GPU | str", counts: tuple[int, ...], *, seq_len: int = DEFAULT_SEQ_LEN,
           tokens: float | None = None, global_batch_tokens: float | None = None, dtype: str | None = None,
           network: Network | None = None, calibration: Calibration | None = None) -> list[Plan | None]:
     """:func:`plan` for each of ``counts`` GPUs at once (None where no layout can use that many)."""
-    m, g = as_model(model), gpus.get(gpu)
-    counts = tuple(check_list("counts", counts))
-    for i, n in enumerate(counts):
-        check_positive(f"counts[{i}]", n, integer=True)
+    return catalog(model, [(gpu, counts)], seq_len=seq_len, tokens=tokens, global_batch_tokens=global_batch_tokens,
+                   dtype=dtype, network=network, calibration=calibration)[0]
+
+
+def catalog(model: "Model | str | float", jobs: list[tuple["GPU | str", tuple[int, ...]]], *,
+            seq_len: int = DEFAULT_SEQ_LEN, tokens: float | None = None, global_batch_tokens: float | None = None,
+            dtype: str | None = None, network: Network | None = None,
+            calibration: Calibration | None = None) -> list[list[Plan | None]]:
+    """:func:`plans` for several (GPU, counts) jobs at once, in one search (the selector's sweep):
+    ``dtype`` and ``network`` default to each GPU's own (:func:`training_dtype`,
+    :func:`steptime.network_for`)."""
+    m = as_model(model)
     check_positive("seq_len", seq_len, integer=True)
-    dtype = training_dtype(g, dtype)
-    g.peak_flops(dtype)  # a clear error for a dtype the GPU lacks
     target = batch_tokens(m, tokens) if global_batch_tokens is None else global_batch_tokens
     check_positive("global_batch_tokens", target)
-    grid = COUNTS if len(counts) == 1 and counts[0] in COUNTS else counts  # one count: its neighbours too
-    found = _plans(m, g, grid, seq_len, dtype, max(1, ceil(target / seq_len)),
-                   steptime.network_for(g) if network is None else network,
-                   steptime.default_calibration() if calibration is None else calibration)
-    return [found[grid.index(n)] for n in counts]
+    keys, asked = [], []
+    for i, job in enumerate(check_list("jobs", jobs)):
+        if not isinstance(job, (tuple, list)) or len(job) != 2:
+            raise ValueError(f"jobs[{i}] must be a (gpu, counts) pair, got {job!r}")
+        gpu, counts = job
+        g = gpus.get(gpu)
+        counts = tuple(check_list("counts", counts))
+        for i, n in enumerate(counts):
+            check_positive(f"counts[{i}]", n, integer=True)
+        d = training_dtype(g, dtype)
+        g.peak_flops(d)  # a clear error for a dtype the GPU lacks
+        grid = COUNTS if len(counts) == 1 and counts[0] in COUNTS else counts  # one count: its neighbours too
+        keys.append((g, grid, d, steptime.network_for(g) if network is None else network))
+        asked.append(counts)
+    found = _catalog(m, tuple(keys), seq_len, max(1, ceil(target / seq_len)),
+                     steptime.default_calibration() if calibration is None else calibration)
+    return [[plans[key[1].index(n)] for n in counts] for plans, key, counts in zip(found, keys, asked)]
 
 
 def plan(model: "Model | str | float", gpu: "GPU | str", n_gpus: int, **kwargs) -> Plan:

@@ -120,16 +120,16 @@ class Recommendation:
         return pd.DataFrame([{c: row[c] for c in columns} for row in map(_display, self.options)], columns=columns)
 
 
-def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], task: str, tokens: float,
+def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], plans: list, task: str, tokens: float,
                    seq_len: int) -> list[Option]:
-    """One option per GPU count: full training on the planner's best layout; LoRA and QLoRA train
-    adapters over data parallelism with the frozen base replicated."""
+    """One option per GPU count of its plan (:func:`planner.catalog`): full training on the planner's
+    best layout; LoRA and QLoRA train adapters over data parallelism with the frozen base replicated."""
     rate = cost.price(g, "cloud_hour")
     method = task if task in ("lora", "qlora") else "full"
     adapter = None if method == "full" else memory.training(m, dtype=planner.training_dtype(g), method=method,
                                                              recompute="full", seq_len=seq_len)
     options = []
-    for n, plan in zip(counts, planner.plans(m, g, counts, seq_len=seq_len, tokens=tokens)):
+    for n, plan in zip(counts, plans):
         if plan is None:  # the model's batch cannot keep this many GPUs busy
             continue
         time = compute.run_time(plan, tokens)
@@ -288,9 +288,15 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
     elif task == "serve":  # checked here: the cached estimate below needs plain numbers as its key
         check_positive("batch_size", batch_size, integer=True)
         check_positive("context_len", context_len, integer=True)
-    best = []
-    for g in gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names):
-        most = min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus))
+    best, catalog = [], gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names)
+    most_of = {g.name: min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus)) for g in catalog}
+    if task != "serve":
+        check_positive("tokens", tokens)
+        counts = {g.name: tuple(n for n in COUNTS if n <= most_of[g.name]) for g in catalog}
+        planned = dict(zip(counts, planner.catalog(m, [(g, counts[g.name]) for g in catalog], seq_len=seq_len,
+                                                   tokens=tokens)))
+    for g in catalog:
+        most = most_of[g.name]
         if traffic_level:
             tried, verdicts = [], []
             for tp in (1, 2, 4, 8):
@@ -313,8 +319,7 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
                         if verdicts[-1][0] in ("compute", "memory bandwidth"):
                             break  # it serves: a wider group cannot cost less per token, nor give more per GPU
         else:
-            check_positive("tokens", tokens)
-            tried = _train_options(m, g, tuple(n for n in COUNTS if n <= most), task, tokens, seq_len)
+            tried = _train_options(m, g, counts[g.name], planned[g.name], task, tokens, seq_len)
             verdicts = [_training_verdict(o, deadline_days, budget_usd) for o in tried]
         ok = [binding in ("compute", "memory bandwidth") or
               (traffic_level and o.time_per_token == o.time_per_token and binding != "budget")

@@ -387,30 +387,53 @@ def _group_link(fabric: tuple[float, ...], members_inside, n):
             np.where(inside, intra_latency, np.maximum(intra_latency, nic_latency)))
 
 
-def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
+@lru_cache(maxsize=512)
+def rates(gpu: GPU, dtype: str, attention_kernel: str, network: Network, calibration: Calibration) -> dict:
+    """What :func:`terms` reads of a GPU, its servers and its dtype, looked up once: the rates of its
+    matrix products (``lin_rate``) and attention kernels (``attn_rate``, FLOP/s), its memory
+    bandwidth (``bw``), the links of :func:`_fabric`, the GPUs per server, the bytes of a stored
+    activation value (``elem``) and of a reduced gradient by default (``grad_bytes``), and whether
+    the products run in FP8. Values are numbers; :func:`stacked` turns those of several GPUs into
+    arrays, one value per layout, so that one call of :func:`terms` times a whole catalog."""
+    attn_dtype = "bf16" if dtype == "fp8" else dtype
+    if not gpu.supports(attn_dtype):
+        attn_dtype = "fp16"
+    kernel = ATTENTION_KERNELS[attention_kernel]
+    return {"lin_rate": gpu.peak_flops(dtype) * calibration.efficiency(gpu.architecture, dtype),
+            "attn_rate": gpu.peak_flops(attn_dtype) * calibration.efficiency(gpu.architecture, attn_dtype) *
+            calibration.attention(gpu.architecture), "flash_speed": kernel, "bw": gpu.memory_bandwidth,
+            "fabric": _fabric(gpu, network), "gpus_per_server": network.gpus_per_server,
+            "elem": memory.activation_value_bytes(dtype), "grad_bytes": grad_bytes_default(dtype), "fp8": dtype == "fp8"}
+
+
+def stacked(each: list[dict], sizes: list[int]) -> dict:
+    """The :func:`rates` of several GPUs as arrays, ``sizes[i]`` copies of GPU ``i``'s values in a row."""
+    def column(values):
+        return np.repeat(np.array(values), sizes)
+    return {k: tuple(column([r[k][i] for r in each]) for i in range(len(each[0][k]))) if k == "fabric"
+            else column([r[k] for r in each]) for k in each[0]}
+
+
+def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
           vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
           tp_overlap=False, gather_overlap=True, grad_bytes=None, attention_kernel: str = "flash2",
           network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
     """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
 
     ``recompute`` is an array of indices into :data:`memory.RECOMPUTE` (0 none, 1 selective,
-    2 full); ``network`` defaults to a :class:`Network` of HGX servers. The arguments are not
-    checked: use :func:`step_time` for one checked layout.
+    2 full); ``network`` defaults to a :class:`Network` of HGX servers. ``gpu`` may also be its
+    :func:`rates` (or several GPUs' :func:`stacked` rates, one per layout; ``dtype``,
+    ``attention_kernel`` and ``network`` are then read from them). The arguments are not checked:
+    use :func:`step_time` for one checked layout.
     """
-    network = Network() if network is None else network
+    r = gpu if isinstance(gpu, dict) else rates(gpu, dtype, attention_kernel, Network() if network is None else network,
+                                                 calibration)
     tp, pp, dp, b, gb, s, zero, rc, v = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
                                                                  zero_stage, recompute, vpp))
     sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
         sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
     d, L, V, a = model.d_model, model.n_layers, model.vocab_size, model.n_heads
-    bw = gpu.memory_bandwidth
-    attn_dtype = "bf16" if dtype == "fp8" else dtype
-    if not gpu.supports(attn_dtype):
-        attn_dtype = "fp16"
-    lin_rate = gpu.peak_flops(dtype) * calibration.efficiency(gpu.architecture, dtype)
-    attn_rate = gpu.peak_flops(attn_dtype) * calibration.efficiency(gpu.architecture, attn_dtype) * \
-        calibration.attention(gpu.architecture)
-    elem = memory.activation_value_bytes(dtype)
+    bw, lin_rate, attn_rate, elem, servers = r["bw"], r["lin_rate"], r["attn_rate"], r["elem"], r["gpus_per_server"]
     tokens = b * s  # per micro-batch
 
     # Matrix products of one layer, forward: each no faster than its own traffic.
@@ -424,7 +447,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     # matrix), in the share of the s^2/2 causal pairs that sliding windows leave.
     window = model.attention_pairs(0, s) / (L * s * s / 2)
     causal = np.where(flash, 2.0, 4.0) * tokens * s * model.attention_dim * window / tp
-    attn_fwd = causal / (attn_rate * np.where(flash, ATTENTION_KERNELS[attention_kernel], 1.0))
+    attn_fwd = causal / (attn_rate * np.where(flash, r["flash_speed"], 1.0))
     attn_bwd = np.where(flash, 2.5, 2.0) * attn_fwd
     # All the layer keeps but the score matrix (selective recompute's share, without FlashAttention).
     stored = memory.layer_activation_bytes(model, b, s, 1, tp, elem, flash_attention=False, sequence_parallel=sp,
@@ -434,8 +457,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     # score in the forward pass); dropout reads it and writes its mask and output (2+1+2 more).
     scores = np.where(flash, 0.0, (SCORE_BYTES + DROPOUT_SCORE_BYTES * drop) * a * s * s * b / tp)
     elementwise = (calibration.elementwise_passes * stored + scores) / bw  # forward
-    if dtype == "fp8":  # each GEMM input is cast to fp8: read 2 bytes, write 1 (qkv, proj, fc1 and fc2 inputs)
-        elementwise = elementwise + FP8_CAST_BYTES * tokens * (3 * d + model.d_ff) / tp / bw
+    if np.any(r["fp8"]):  # each GEMM input is cast to fp8: read 2 bytes, write 1 (qkv, proj, fc1 and fc2 inputs)
+        elementwise = elementwise + np.where(r["fp8"], FP8_CAST_BYTES * tokens * (3 * d + model.d_ff) / tp / bw, 0.0)
     layer_fwd = gemm + attn_fwd + elementwise
     layer_train = 3 * gemm + attn_fwd + attn_bwd + 3 * elementwise
     layer_recompute = np.where(rc == 2, layer_fwd, np.where((rc == 1) & ~flash,
@@ -446,8 +469,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
 
     # Tensor parallel: 4 collectives per layer and micro-batch (6 with full recompute), exposed.
-    fabric = _fabric(gpu, network)
-    tp_bw, tp_latency = _group_link(fabric, np.minimum(tp, network.gpus_per_server), tp)
+    fabric = r["fabric"]
+    tp_bw, tp_latency = _group_link(fabric, np.minimum(tp, servers), tp)
     activation_bytes = tokens * d * 2
     per_collective = _collective(2 * (tp - 1) / tp, 2 * (tp - 1), activation_bytes, tp_bw, tp_latency)
     tp_comm = layers * np.where(rc == 2, 6, 4) * per_collective
@@ -457,7 +480,7 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
     # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
     # Each tensor-parallel rank sends its 1/tp share; without sequence parallelism the receiving
     # ranks all-gather the shares over their own link (scatter/gather).
-    p2p_bw, p2p_latency = _group_link(fabric, np.where(tp * dp < network.gpus_per_server, 2, 1), 2)
+    p2p_bw, p2p_latency = _group_link(fabric, np.where(tp * dp < servers, 2, 1), 2)
     send = comm.alpha_beta(1, p2p_latency, activation_bytes / tp, p2p_bw) + \
         np.where(sp, 0.0, _collective((tp - 1) / tp, tp - 1, activation_bytes, tp_bw, tp_latency))
     p2p_mb = np.where(pp > 1, 2 * v * send, 0.0)
@@ -470,8 +493,8 @@ def terms(model: Model, gpu: GPU, *, tp, pp, dp, micro_batch, global_batch, seq_
 
     # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard.
     local_params = model.n_params / (tp * pp)
-    gbytes = np.asarray(grad_bytes_default(dtype) if grad_bytes is None else grad_bytes)
-    inside = np.maximum(1, network.gpus_per_server // (tp * pp))  # data-parallel peers per server
+    gbytes = np.asarray(r["grad_bytes"] if grad_bytes is None else grad_bytes)
+    inside = np.maximum(1, servers // (tp * pp))  # data-parallel peers per server
     dp_bw, dp_latency = _group_link(fabric, np.minimum(inside, dp), dp)
     ring = (dp - 1) / dp
     window = np.where(ovl, calibration.overlap_efficiency, 0.0) * compute_mb  # one micro-batch, forward and backward
