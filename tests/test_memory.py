@@ -1,4 +1,7 @@
+import pathlib
+
 import numpy as np
+import pandas as pd
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -6,6 +9,8 @@ from hypothesis import strategies as st
 from helpers import gpus, memory, models, validation
 from helpers.models import Model
 from helpers.units import GB, GiB, KiB, MiB
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # --- published formula results --------------------------------------------------------------
 
@@ -390,6 +395,50 @@ def test_logit_activations_grow_with_batch_and_sequence_by_hand():
     m = models.get("llama-2-7b")
     assert memory.logit_activation_bytes(m, 2, 1024, 2) == pytest.approx(4 * 1024 * 2 * (4096 + 32000) / 2)
     assert memory.logit_activation_bytes(m, 4, 1024, 2) == pytest.approx(2 * memory.logit_activation_bytes(m, 2, 1024, 2))
+
+
+def test_an_unfused_loss_holds_four_copies_of_the_logits_by_hand():
+    """Hugging Face's causal-LM loss holds four fp32 copies of the logits at its peak (the logits, the
+    log-softmax and two gradients), Megatron's fused one one: for Llama 2 7B at 2 x 1,024 tokens on
+    one GPU, 3 x 4 x 2,048 x 32,000 bytes more, whatever the rest of the step."""
+    kw = dict(micro_batch_size=2, seq_len=1024, recompute="full")
+    fused, unfused = (memory.training("llama-2-7b", loss=loss, **kw) for loss in ("fused", "unfused"))
+    assert unfused.activations - fused.activations == pytest.approx(3 * 4 * 2048 * 32000)
+    assert unfused.total - fused.total == pytest.approx(3 * 4 * 2048 * 32000)
+    with pytest.raises(ValueError, match="loss"):
+        memory.training("llama-2-7b", loss="chunked")
+
+
+@pytest.mark.parametrize("recompute", ["full", "selective"])
+def test_recompute_holds_the_layer_it_rebuilds_by_hand(recompute):
+    """Recomputing rebuilds one layer at a time in the backward pass, which then holds everything it
+    would without recompute (Chen et al. 2016, Sec. 4.1): GPT-3 175B on 8 stages at TP 8 (96/8 layers,
+    8 micro-batches in flight on the first stage), unfused attention, dropout: 96 layers' kept bytes,
+    the one rebuilt layer's difference, and the logits."""
+    gpt3 = models.get("gpt3-175b")
+    kw = dict(tp=8, flash_attention=False, dropout=True)
+    kept = memory.activations_per_layer(gpt3, 1, 2048, recompute=recompute, **kw)
+    whole = memory.activations_per_layer(gpt3, 1, 2048, **kw)
+    logits = memory.logit_activation_bytes(gpt3, 1, 2048, 8)
+    assert memory.activations(gpt3, 1, 2048, recompute=recompute, pp=8, **kw) == pytest.approx(96 * kept + whole - kept + logits)
+    assert memory.activations(gpt3, 1, 2048, pp=8, **kw) == pytest.approx(96 * whole + logits)
+
+
+def test_the_activation_model_matches_what_pytorch_keeps():
+    """``benchmarks/probe_memory.py`` measured with PyTorch on the CPU: the bytes autograd saves for a
+    BERT-large layer in fp32 (the model's count within 0.1 %), the peak of Hugging Face's causal-LM loss
+    in logit copies and the layer gradient checkpointing rebuilds (each within 5 %). The model side is
+    recomputed here; the measured side is the committed probe output."""
+    probe = pd.read_csv(ROOT / "benchmarks" / "probe_memory.csv").set_index("quantity")["measured"]
+    bert = Model(name="bert-large", display_name="BERT large", n_params=335_143_938, n_active_params=335_143_938,
+                 n_layers=24, d_model=1024, n_heads=16, n_kv_heads=16, d_ff=4096, vocab_size=2, context_len=512)
+    layer = memory.activations_per_layer(bert, 1, 512, dtype="fp32", flash_attention=False)
+    assert probe["saved per layer, fp32"] == pytest.approx(layer, rel=1e-3)
+    assert probe["loss at its peak, Hugging Face causal LM"] == pytest.approx(memory.LOSSES["unfused"], rel=0.05)
+    full = memory.activations(bert, 1, 512, recompute="full", dtype="fp32", flash_attention=False)
+    kept = 24 * memory.activations_per_layer(bert, 1, 512, recompute="full", dtype="fp32", flash_attention=False) + \
+        memory.logit_activation_bytes(bert, 1, 512, 1)
+    assert probe["recompute transient"] == pytest.approx((full - kept) / layer, rel=0.05)
 
 
 def test_adafactor_counts_a_tied_embedding_once_by_hand():

@@ -33,6 +33,13 @@ ZERO_STAGES = (0, 1, 2, 3)
 #: What DeepSpeed keeps in host memory: nothing, the optimizer (``offload_optimizer``), or the
 #: optimizer and the weights (``offload_param``, ZeRO-3 only).
 OFFLOADS = ("none", "optimizer", "parameters")
+#: Full-precision copies of the logits a training step holds at its peak, by how the loss is
+#: computed. "fused": Megatron-LM's vocab-parallel cross entropy turns the fp32 logits into the
+#: softmax in place and that into its gradient in place (one copy, Korthikanti et al. 2022, Eq. 6).
+#: "unfused": PyTorch's ``cross_entropy`` over the logits, as Hugging Face Transformers' causal-LM
+#: heads call it (to v4.45): the logits the model returns, the log-softmax cross entropy saves, and
+#: two gradients of that size in the backward pass (``benchmarks/probe_memory.py`` measures 3.96).
+LOSSES = {"fused": 1, "unfused": 4}
 
 
 @cache
@@ -69,7 +76,8 @@ RUNTIME_OVERHEAD = 1343 * MiB
 #: Share of a GPU's memory to keep free for the allocator's fragmentation and framework buffers,
 #: an assumption of this book: a breakdown that fits with less to spare is read as not fitting
 #: in practice (the measured fine-tuning runs of ``data/memory_runs.csv`` exceed the model by up
-#: to a fifth where activations are kept, the DeepSpeed offload run by almost a third).
+#: to a fifth: the BERT runs that keep their activations, read from NVML with the allocator's
+#: cache, and the DeepSpeed offload run).
 HEADROOM = 0.05
 
 #: Tokens one prefill forward pass processes at a time when a server chunks long prompts
@@ -298,26 +306,32 @@ def first_stage_layers(n_layers, pp):
 
 def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute: str = "none",
                 tp: int = 1, pp: int = 1, dtype: str = "bf16", flash_attention: bool = True,
-                dropout: bool = False, amp: bool = False) -> float:
-    """Activation bytes per GPU: the layers of the first pipeline stage (:func:`activations_per_layer`)
-    plus embeddings, final norm and fp32 logits.
+                dropout: bool = False, amp: bool = False, loss: str = "fused") -> float:
+    """Activation bytes per GPU at the peak of a step: the layers of the first pipeline stage
+    (:func:`activations_per_layer`), the layer being recomputed, and embeddings, final norm and fp32
+    logits.
 
     With 1F1B pipeline parallelism the first stage holds pp micro-batches of its layers, i.e. L
     layers' worth when pp divides L (Korthikanti et al. 2022, Sec. 4.2.3; :func:`first_stage_layers`).
-    The embedding/logit term is 4*s*b*h*(1 + v/h)/tp (their Eq. 6).
+    With recompute, the backward pass rebuilds one layer at a time, which then holds what it would
+    without (the O(k) segment of Chen et al. 2016, arXiv:1604.06174, Sec. 4.1;
+    ``benchmarks/probe_memory.py`` measures it). The embedding/logit term is
+    4*s*b*h*(1 + v/h)/tp (their Eq. 6), with ``loss`` the copies of the logits (:data:`LOSSES`).
     """
     model = as_model(model)
     check_split(model, tp, pp)
-    per_layer = activations_per_layer(model, micro_batch_size, seq_len, recompute=recompute, tp=tp, dtype=dtype,
-                                      flash_attention=flash_attention, dropout=dropout, amp=amp)
-    return pp * first_stage_layers(model.n_layers, pp) * per_layer + \
-        logit_activation_bytes(model, micro_batch_size, seq_len, tp)
+    check_choice("loss", loss, tuple(LOSSES))
+    kwargs = dict(tp=tp, dtype=dtype, flash_attention=flash_attention, dropout=dropout, amp=amp)
+    per_layer = activations_per_layer(model, micro_batch_size, seq_len, recompute=recompute, **kwargs)
+    rebuilt = activations_per_layer(model, micro_batch_size, seq_len, **kwargs) - per_layer
+    return pp * first_stage_layers(model.n_layers, pp) * per_layer + rebuilt + \
+        logit_activation_bytes(model, micro_batch_size, seq_len, tp, LOSSES[loss])
 
 
-def logit_activation_bytes(model: Model, micro_batch_size, seq_len, tp):
-    """Embedding output, final norm and fp32 logits: 4*s*b*h*(1 + v/h)/tp (Korthikanti et al. 2022,
-    Eq. 6), on numbers or numpy arrays."""
-    return 4 * seq_len * micro_batch_size * model.d_model * (1 + model.vocab_size / model.d_model) / tp
+def logit_activation_bytes(model: Model, micro_batch_size, seq_len, tp, copies=1):
+    """Embedding output, final norm and ``copies`` fp32 logits: 4*s*b*h*(1 + copies*v/h)/tp
+    (Korthikanti et al. 2022, Eq. 6, one copy; :data:`LOSSES`), on numbers or numpy arrays."""
+    return 4 * seq_len * micro_batch_size * model.d_model * (1 + copies * model.vocab_size / model.d_model) / tp
 
 
 def shard(states: tuple[float, float, float], tp, pp, dp, zero_stage):
@@ -339,7 +353,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
              micro_batch_size: int = 1, seq_len: int = 2048, recompute: str = "none",
              zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, method: str = "full",
              master_weights: bool = True, lora_rank: int = 16, flash_attention: bool = True,
-             dropout: bool = False, amp: bool = False, offload: str = "none",
+             dropout: bool = False, amp: bool = False, offload: str = "none", loss: str = "fused",
              max_live_parameters: float = MAX_LIVE_PARAMETERS,
              reduce_bucket_size: float = REDUCE_BUCKET_SIZE) -> MemoryBreakdown:
     """Peak training memory per GPU, and the host memory offload needs.
@@ -363,7 +377,8 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     ``"qlora"`` stores the frozen base in NF4. Model states are split over tp*pp and, by
     ZeRO stage, over dp. ZeRO stages 2 and 3 do not combine with pipeline parallelism (DeepSpeed:
     "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py).
-    Activations as :func:`activations`: FlashAttention and no dropout unless told otherwise.
+    Activations as :func:`activations`: FlashAttention and no dropout unless told otherwise, the
+    loss as Megatron-LM fuses it unless ``loss="unfused"`` (Hugging Face Transformers; :data:`LOSSES`).
     """
     m = as_model(model)
     check_dtype(dtype, _state_dtypes())
@@ -402,7 +417,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     return MemoryBreakdown(
         weights=weights, gradients=gradients, optimizer=optimizer_bytes,
         activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, pp=pp, dtype=dtype,
-                                flash_attention=flash_attention, dropout=dropout, amp=amp),
+                                flash_attention=flash_attention, dropout=dropout, amp=amp, loss=loss),
         overhead=RUNTIME_OVERHEAD, host=host,
     )
 

@@ -100,7 +100,7 @@ def _memory_run(row: pd.Series) -> memory.MemoryBreakdown:
                            lora_rank=16 if pd.isna(row["lora_rank"]) else int(row["lora_rank"]),
                            micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]),
                            recompute=row["recompute"], zero_stage=int(row["zero_stage"]), offload=row["offload"],
-                           flash_attention=bool(row["flash_attention"]), dropout=bool(row["dropout"]))
+                           flash_attention=bool(row["flash_attention"]), dropout=bool(row["dropout"]), loss=row["loss"])
 
 
 def memory_runs() -> pd.DataFrame:
