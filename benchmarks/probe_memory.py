@@ -26,7 +26,8 @@ into the book's; the WORKER below runs under its Python and writes JSON on stdou
 
     python benchmarks/probe_memory.py [--venv DIR] [--out PATH]
 
-writes benchmarks/probe_memory.csv: quantity, measured, model, unit, note.
+writes src/helpers/data/memory_probe.csv (id, quantity, measured, unit, setting, source,
+verified_on); ``validation.memory_probe`` sets the model's count beside each measurement.
 """
 
 import argparse
@@ -35,19 +36,13 @@ import os
 import subprocess
 import sys
 import tempfile
+from datetime import date
 from pathlib import Path
 
 import pandas as pd
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "src"))
-
-from helpers import memory  # noqa: E402
-from helpers.models import Model  # noqa: E402
-
 PROBE = ["torch==2.4.1", "transformers==4.44.2"]
-BERT_LARGE = Model(name="bert-large", display_name="BERT large", n_params=335_143_938, n_active_params=335_143_938,
-                   n_layers=24, d_model=1024, n_heads=16, n_kv_heads=16, d_ff=4096, vocab_size=2, context_len=512)
 
 WORKER = r'''
 import gc, json, torch
@@ -124,29 +119,27 @@ def probe_python(venv: Path) -> Path:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--venv", type=Path, default=Path(tempfile.gettempdir()) / "probe-memory-venv")
-    parser.add_argument("--out", type=Path, default=Path(__file__).with_name("probe_memory.csv"))
+    parser.add_argument("--out", type=Path, default=ROOT / "src" / "helpers" / "data" / "memory_probe.csv")
     args = parser.parse_args()
     env = os.environ | {"MALLOC_MMAP_THRESHOLD_": "65536", "OMP_NUM_THREADS": "1"}
     done = subprocess.run([str(probe_python(args.venv)), "-c", WORKER], capture_output=True, text=True, env=env, check=True)
     got = json.loads(done.stdout.strip().splitlines()[-1])
-    layer = {amp: memory.activations_per_layer(BERT_LARGE, 1, 512, dtype="bf16" if amp else "fp32", amp=amp,
-                                               flash_attention=False) for amp in (False, True)}
-    kept_input = memory.activations_per_layer(BERT_LARGE, 1, 512, dtype="fp32", recompute="full", flash_attention=False)
     ckpt, fp32 = got["checkpointing"], got["fp32"]
+    source = f"benchmarks/probe_memory.py: {', '.join(PROBE)}, CPU"
     rows = [
-        ("saved per layer, fp32", fp32["saved per layer"], layer[False], "bytes", "BERT-large layer, batch 1 x 512"),
-        ("saved per layer, bf16 autocast", got["autocast"]["saved per layer"], layer[True], "bytes",
-         "each of the separate Q, K and V products keeps its own 16-bit copy of the input; the model counts one"),
-        ("loss at its peak, Hugging Face causal LM", got["logit copies"], memory.LOSSES["unfused"], "fp32 logit copies",
-         "BLOOM head, 250,880-token vocabulary"),
-        ("recompute transient", (ckpt["peak beyond the layers"] - fp32["peak beyond the layers"]) / fp32["saved per layer"],
-         (layer[False] - kept_input) / layer[False], "layers",
-         "peak with gradient checkpointing beyond its kept inputs, less the same without it: one layer less its input"),
+        ("P01", "saved per layer, fp32", fp32["saved per layer"], "bytes", "BERT-large layer, 1 x 512 tokens, no dropout"),
+        ("P02", "saved per layer, bf16 autocast", got["autocast"]["saved per layer"], "bytes",
+         "the same layer under autocast, without the 16-bit weight casts"),
+        ("P03", "loss at its peak, Hugging Face causal LM", got["logit copies"], "fp32 logit copies",
+         "one BLOOM block, 250,880-token vocabulary, 8 x 64 tokens"),
+        ("P04", "layer rebuilt by gradient checkpointing",
+         (ckpt["peak beyond the layers"] - fp32["peak beyond the layers"]) / fp32["saved per layer"], "layers",
+         "BERT-large, peak beyond the kept inputs less the same without checkpointing"),
     ]
-    table = pd.DataFrame(rows, columns=["quantity", "measured", "model", "unit", "note"])
-    table.to_csv(args.out, index=False)
+    table = pd.DataFrame(rows, columns=["id", "quantity", "measured", "unit", "setting"])
+    table = table.assign(source=source, verified_on=date.today().isoformat())
+    table.to_csv(args.out, index=False, lineterminator="\n")
     print(table.to_string(index=False))
-
 
 if __name__ == "__main__":
     main()

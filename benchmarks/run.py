@@ -384,11 +384,12 @@ def memory_validation() -> list[str]:
                      f"{r['GPU error']:+.0%} " + host)
     errors = runs["GPU error"].abs()
     lines += ["", f"GPU: median abs. error {errors.median():.1%}, {int((errors <= 0.15).sum())} of {len(runs)} within 15 %."]
-    probe = pd.read_csv(Path(__file__).with_name("probe_memory.csv"))
-    lines += ["", "What PyTorch keeps, measured on the CPU (`benchmarks/probe_memory.py`: torch 2.4.1, transformers 4.44.2, "
-              "in a virtual environment of its own) against the model's count:", "",
-              "| quantity | measured | model | unit | note |", "| --- | --- | --- | --- | --- |"]
-    lines += [f"| {r.quantity} | {r.measured:,.4g} | {r.model:,.4g} | {r.unit} | {r.note} |" for r in probe.itertuples()]
+    probe = validation.memory_probe()
+    lines += ["", "What PyTorch keeps, measured on the CPU (`benchmarks/probe_memory.py`, torch and transformers in a virtual "
+              "environment of their own; `validation.memory_probe`), against the model's count:", "",
+              "| quantity | setting | measured | model | unit | error |", "| --- | --- | --- | --- | --- | --- |"]
+    lines += [f"| {r.quantity} | {r.setting} | {r.measured:,.4g} | {r.model:,.4g} | {r.unit} | {r.error:+.1%} |"
+              for r in probe.itertuples()]
     static = validation.static_batch_runs()
     error = static["error memory (GB)"]
     lines += ["", f"Serving memory against the peak per GPU of {len(static):,} TensorRT-LLM 0.9 static batches "

@@ -11,7 +11,8 @@ for the single-client runs, on which the per-block bandwidth of an unsplit cache
 and one model's runs with more clients, on which the host's time per sequence is fitted.
 
 Memory (``data/memory_runs.csv``): measured peak GPU (and, with offload, host) memory of
-fine-tuning runs with published settings against :func:`memory.training`, nothing fitted.
+fine-tuning runs with published settings against :func:`memory.training`, nothing fitted; and
+(``data/memory_probe.csv``) what PyTorch keeps, measured tensor by tensor, against the model's count.
 """
 
 from functools import cache
@@ -89,13 +90,18 @@ def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
                         fits=need <= g.memory_bytes)
 
 
+def _run_model(row: pd.Series) -> models.Model:
+    """A measured run's model from its row's shapes, the output head (``head_size``: the vocabulary,
+    or a classifier's labels) as its vocabulary."""
+    return models.Model(name=row["model"], display_name=row["model"], n_params=float(row["n_params"]),
+                        n_active_params=float(row["n_params"]), n_layers=int(row["n_layers"]), d_model=int(row["d_model"]),
+                        n_heads=int(row["n_heads"]), n_kv_heads=int(row["n_kv_heads"]), d_ff=int(row["d_ff"]),
+                        vocab_size=int(row["head_size"]), context_len=int(row["seq_len"]))
+
+
 def _memory_run(row: pd.Series) -> memory.MemoryBreakdown:
-    """:func:`memory.training` with a measured run's settings; its model from the row's shapes, the
-    output head (``head_size``: the vocabulary, or a classifier's labels) as its vocabulary."""
-    m = models.Model(name=row["model"], display_name=row["model"], n_params=float(row["n_params"]),
-                     n_active_params=float(row["n_params"]), n_layers=int(row["n_layers"]), d_model=int(row["d_model"]),
-                     n_heads=int(row["n_heads"]), n_kv_heads=int(row["n_kv_heads"]), d_ff=int(row["d_ff"]),
-                     vocab_size=int(row["head_size"]), context_len=int(row["seq_len"]))
+    """:func:`memory.training` with a measured run's settings and model (:func:`_run_model`)."""
+    m = _run_model(row)
     return memory.training(m, dtype=row["dtype"], amp=bool(row["amp"]), optimizer=row["optimizer"], method=row["method"],
                            lora_rank=16 if pd.isna(row["lora_rank"]) else int(row["lora_rank"]),
                            micro_batch_size=int(row["micro_batch"]), seq_len=int(row["seq_len"]),
@@ -125,6 +131,25 @@ def memory_runs() -> pd.DataFrame:
                     "predicted host (GiB)": host, "host error": host / measured_host - 1, "basis": r["gpu_basis"],
                     "source": r["source"]})
     return pd.DataFrame(out)
+
+
+def memory_probe() -> pd.DataFrame:
+    """What PyTorch keeps, measured on the CPU (``data/memory_probe.csv``, written by
+    ``benchmarks/probe_memory.py``), beside the memory model's count of the same thing: the bytes
+    autograd saves for one BERT-large layer (the model of ``memory_runs.csv``'s BERT rows) at 1 x 512
+    tokens without dropout, in fp32 (P01) and under bf16 autocast (P02); the peak of Hugging Face's
+    causal-LM loss in fp32 copies of the logits (P03, :data:`memory.LOSSES`); and the layer that
+    gradient checkpointing rebuilds, beyond the input it keeps, in layers (P04). ``error``: model /
+    measured - 1."""
+    probe = _data.table("memory_probe")
+    bert = _run_model(_data.table("memory_runs").set_index("id").loc["F01"])
+
+    def layer(**kw) -> float:
+        return memory.activations_per_layer(bert, 1, 512, flash_attention=False, **kw)
+    whole = layer(dtype="fp32")
+    model = {"P01": whole, "P02": layer(dtype="bf16", amp=True), "P03": float(memory.LOSSES["unfused"]),
+             "P04": (whole - layer(dtype="fp32", recompute="full")) / whole}
+    return probe.assign(model=probe["id"].map(model), error=probe["id"].map(model) / probe["measured"] - 1)
 
 
 def inference_runs() -> pd.DataFrame:
