@@ -150,9 +150,11 @@ def selector() -> list[str]:
              "picked in one pass over every GPU's counts (`planner._first_of_each`) and built without re-checking the "
              "grid's valid values (neither its `Layout` nor its `StepTime`); of a GPU's options only the one it "
              "keeps gets its verdict attached. Plans are cached per model, catalog and batch: a deadline or budget move re-ranks the "
-             "catalog without re-planning it; a new model (the cold rows) plans it all again. A sweep at a "
-             "traffic level sizes one replica per GPU, tensor-parallel degree and format: its largest batch from "
-             "the memory total as a function of the batch, and its step from one array of decoding steps and prefills.",
+             "catalog without re-planning it; a new model (the cold rows) plans it all again. A serving sweep "
+             "times all of a GPU's formats at one tensor-parallel degree in one array of decoding steps and prefills "
+             "(`serving.batch_seconds`; at a fixed batch `compare.serving_estimates_for`, bit-identical to asking "
+             "format by format and half the time); at a traffic level it sizes one replica per GPU, degree and "
+             "format, its largest batch from the memory total as a function of the batch.",
              "",
              "| sweep | median | p95 | GPUs ranked |", "| --- | --- | --- | --- |"]
     for name, f in SELECTOR.items():

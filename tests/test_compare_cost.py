@@ -1,7 +1,7 @@
 import pandas as pd
 import pytest
 
-from helpers import _data, compare, compute, cost, gpus
+from helpers import _data, compare, compute, cost, gpus, serving
 from helpers.estimate import Estimate
 
 
@@ -66,6 +66,18 @@ def test_serving_estimate_and_table():
     table = compare.serving_table("llama-2-70b", weight_dtype="int4")
     fits = dict(zip(table["GPU"], table["fits"]))
     assert fits["A100-SXM4-80GB"] and not fits["RTX-4090-24GB"]
+
+
+@pytest.mark.parametrize("model,tp,batch,context", [("llama-2-7b", 1, 1, 4096), ("llama-3-70b", 4, 32, 2048),
+                                                     ("mixtral-8x7b", 2, 8, 8192)])
+def test_the_sweep_fast_path_gives_every_format_the_estimate_of_asking_alone(model, tp, batch, context):
+    """compare.serving_estimates_for (one array of steps for all formats, the selector's sweep) gives
+    each format exactly serving_estimate's answer, on every GPU of the catalog that can split the model."""
+    for g in gpus.names():
+        dtypes = serving.serving_formats(g)
+        together = compare.serving_estimates_for(model, g, tp=tp, weight_dtypes=dtypes, batch_size=batch, context_len=context)
+        assert together == tuple(compare.serving_estimate(model, g, tp=tp, weight_dtype=d, batch_size=batch,
+                                                          context_len=context) for d in dtypes)
 
 
 def test_assumptions_are_sourced_bands():

@@ -41,7 +41,7 @@ UNCHECKED = {
              "check their arguments (steptime.step_time, planner.plans, memory.training)"
        for name in ("comm.allreduce_expected", "comm.alpha_beta", "memory.first_stage_layers", "serving.cache_read_seconds",
                     "memory.inference_workspace", "memory.layer_activation_bytes", "memory.logit_activation_bytes",
-                    "memory.shard", "planner.layout_memory", "serving.batch_totals", "serving.experts_read",
+                    "memory.shard", "planner.layout_memory", "serving.batch_seconds", "serving.batch_totals", "serving.experts_read",
                     "serving.weight_share_read", "steptime.interleaved", "steptime.picked", "steptime.stacked",
                     "steptime.terms")},
 }
@@ -81,6 +81,8 @@ EXAMPLES = {
     "memory.longest_context_table": dict(model="llama-2-7b", batch_size=2, gpu_names=["H100", "L4"]),
     "memory.quantized_weight_bytes": dict(model=LLAMA, weight_dtype="int4"),
     "models.from_config": dict(config=QWEN3, name="my-qwen"),
+    "compare.serving_estimates_for": dict(model="llama-3-8b", gpu="L40S", tp=2, weight_dtypes=("bf16", "int4"),
+                                          batch_size=8, context_len=4096),
     "planner.batch_tokens": dict(model="llama-2-70b", tokens=2e12),
     "planner.catalog": dict(model="llama-2-7b", jobs=[("H100", (8, 64)), ("L40S", (4,))], tokens=1e12),
     "planner.layout_bytes": dict(model=LLAMA, layout=LAYOUT),

@@ -4,11 +4,12 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from . import compute, formats, gpus, memory, planner, roofline
+from . import compute, formats, gpus, memory, planner, roofline, serving
 from .estimate import Estimate
 from .models import Model
 from .steptime import Layout
-from .units import DAY, HOUR, check_dtype, check_positive, renamed_keywords
+from .memory import check_split
+from .units import DAY, HOUR, check_dtype, check_list, check_positive, renamed_keywords
 
 
 @dataclass(frozen=True)
@@ -116,6 +117,33 @@ def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp:
     return ServingEstimate(tokens_per_s=tps, time_per_token=tps.map(lambda v: batch_size / v), time_to_first_token=ttft,
                            bound=roofline.bound(g, compute.compute_dtype(g, weight_dtype), intensity),
                            memory_per_gpu=need.total, fits=memory.fits(need, g))
+
+
+def serving_estimates_for(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp: int = 1,
+                          weight_dtypes: tuple[str, ...] = ("bf16",), batch_size: int = 1,
+                          context_len: int = 2048) -> tuple[ServingEstimate, ...]:
+    """:func:`serving_estimate` for each of ``weight_dtypes`` on one GPU, their decoding steps and
+    prefills timed in one array (:func:`serving.batch_seconds`): the same estimates, at a fraction
+    of the cost (the selector's sweep)."""
+    g, m = gpus.get(gpu), memory.as_model(model)
+    check_positive("batch_size", batch_size, integer=True)
+    check_positive("context_len", context_len, integer=True)
+    check_split(m, tp, replicate_kv=True, name="tp")
+    dtypes = tuple(check_dtype(d, formats.names("weights"), "weight_dtypes") for d in check_list("weight_dtypes", weight_dtypes))
+    if not dtypes:
+        return ()
+    kvs = tuple(memory.serving_kv_dtype(d) for d in dtypes)
+    decode, prefill = serving.batch_seconds(m, g, tp, dtypes, kvs, context_len, context_len, [[batch_size, 1]] * len(dtypes))
+    out = []
+    for i, (dtype, kv) in enumerate(zip(dtypes, kvs)):
+        tps = compute._banded({k: float(v[i, 0]) for k, v in decode.items()}).map(lambda v: batch_size / v)
+        need = memory.inference(m, weight_dtype=dtype, kv_dtype=kv, batch_size=batch_size, context_len=context_len, tp=tp)
+        intensity = roofline.decode_intensity(m, batch_size, context_len, dtype, kv)
+        out.append(ServingEstimate(tokens_per_s=tps, time_per_token=tps.map(lambda v: batch_size / v),
+                                   time_to_first_token=compute._banded({k: float(v[i, 1]) for k, v in prefill.items()}),
+                                   bound=roofline.bound(g, compute.compute_dtype(g, dtype), intensity),
+                                   memory_per_gpu=need.total, fits=memory.fits(need, g)))
+    return tuple(out)
 
 
 def serving_estimates(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,

@@ -145,15 +145,17 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], plans: list, 
     return options
 
 
-@lru_cache(maxsize=1024)
-def _serving(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> compare.ServingEstimate:
-    """:func:`compare.serving_estimate`, cached: a latency or budget move re-ranks the catalog
-    without re-estimating it."""
-    return compare.serving_estimate(m, g, tp=tp, weight_dtype=dtype, batch_size=batch_size, context_len=context_len)
+@lru_cache(maxsize=256)
+def _serving(m: Model, g: gpus.GPU, tp: int, batch_size: int, context_len: int) -> dict[str, compare.ServingEstimate]:
+    """:func:`compare.serving_estimates_for` every serving format of ``g`` (:func:`serving.serving_formats`),
+    by format, cached: a latency or budget move re-ranks the catalog without re-estimating it."""
+    dtypes = serving.serving_formats(g)
+    return dict(zip(dtypes, compare.serving_estimates_for(m, g, tp=tp, weight_dtypes=dtypes, batch_size=batch_size,
+                                                          context_len=context_len)))
 
 
 def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, context_len: int) -> Option:
-    e = _serving(m, g, tp, dtype, batch_size, context_len)
+    e = _serving(m, g, tp, batch_size, context_len)[dtype]
     tps = e.tokens_per_s.expected
     rate = cost.price(g, "cloud_hour")
     return Option(gpu=g.name, n_gpus=tp, settings=f"{dtype} weights, tensor parallel {tp}", fits=e.fits,

@@ -205,10 +205,14 @@ def serving_formats(gpu: "GPU | str") -> tuple[str, ...]:
     """The weight formats worth serving in on ``gpu`` (of :data:`memory.WEIGHT_DTYPES`): its 16-bit
     compute format, every narrower format its tensor cores compute in (FP8 on Hopper and later,
     NVFP4 and MXFP4 on Blackwell), and the dequantizing families themselves (int8, int4)."""
-    g = gpus.get(gpu)
-    half = compute_dtype(g, "bf16")
+    return _serving_formats(gpus.get(gpu))
+
+
+@cache
+def _serving_formats(g: GPU) -> tuple[str, ...]:
+    half = _compute_dtype(g, "bf16")
     return tuple(d for d in formats.names("weights") if d == half or formats.dequantized_as(d) == d or
-                 (formats.storage_bits()[d] < 16 and compute_dtype(g, d) == formats.computes_in(d)))
+                 (formats.storage_bits()[d] < 16 and _compute_dtype(g, d) == formats.computes_in(d)))
 
 
 def kernel_family(gpu: "GPU | str", dtype: str) -> str:
@@ -350,21 +354,30 @@ def cache_read_seconds(m: Model, g: GPU, tp: int, kv_dtype: str, context: float,
     return kv / (g.memory_bandwidth * cal.bandwidth_fraction), kv / (blocks * cal.kv_block_bandwidth)
 
 
-def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_dtypes: tuple[str, ...], context: int,
-                 prompt_len: int, batches: np.ndarray,
-                 calibration: ServingCalibration | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """Seconds of one decoding step at ``context`` and of one prefill of ``prompt_len``-token
-    prompts, for each pair of weight and KV formats (rows of ``batches``) and each of its batch
-    sizes (columns) at once (arguments already checked; the fast path of :mod:`traffic`)."""
+def batch_seconds(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_dtypes: tuple[str, ...], context: int,
+                  prompt_len: int, batches: np.ndarray,
+                  calibration: ServingCalibration | None = None) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Every term (:meth:`Steps.seconds`) of one decoding step at ``context`` and of one prefill of
+    ``prompt_len``-token prompts, for each pair of weight and KV formats (rows of ``batches``) and
+    each of its batch sizes (columns) at once (arguments already checked; the fast path of
+    :mod:`traffic` and of the selector's sweeps)."""
     b = np.asarray(batches, dtype=float)
     n = b.shape[1]
     decoding = np.arange(2 * n) < n  # the decoding steps, then the prefills: one row of steps per format
     tokens = np.concatenate((b, b * prompt_len), axis=1)  # each step's tokens: one per sequence decoding, every prompt's
-    total = _steps(m, g, tp, np.concatenate((b, b), axis=1), weight_dtypes, kv_dtypes,
-                   np.where(decoding, _decode_flops(m, float(context)), _prefill_flops(m, 0.0, prompt_len)),
-                   weight_share_read(m, tokens), np.where(decoding, float(context), float(prompt_len)),
-                   tokens).seconds(calibration)["total"]
-    return total[:, :n], total[:, n:]
+    seconds = _steps(m, g, tp, np.concatenate((b, b), axis=1), weight_dtypes, kv_dtypes,
+                     np.where(decoding, _decode_flops(m, float(context)), _prefill_flops(m, 0.0, prompt_len)),
+                     weight_share_read(m, tokens), np.where(decoding, float(context), float(prompt_len)),
+                     tokens).seconds(calibration)
+    return {k: v[:, :n] for k, v in seconds.items()}, {k: v[:, n:] for k, v in seconds.items()}
+
+
+def batch_totals(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_dtypes: tuple[str, ...], context: int,
+                 prompt_len: int, batches: np.ndarray,
+                 calibration: ServingCalibration | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """The total seconds of :func:`batch_seconds`: decoding steps, then prefills."""
+    decode, prefill = batch_seconds(m, g, tp, weight_dtypes, kv_dtypes, context, prompt_len, batches, calibration)
+    return decode["total"], prefill["total"]
 
 
 @renamed_keywords(n_gpus="tp")
