@@ -378,7 +378,7 @@ def test_planner_keeps_tensor_parallelism_in_the_nvlink_domain_and_its_layout_fi
         if lay.vpp == 1 and lay.zero_stage < 2 or lay.pp == 1:
             m = memory.as_model(model)
             need = memory.training(m, micro_batch_size=lay.micro_batch, seq_len=seq_len, recompute=lay.recompute,
-                                   zero_stage=lay.zero_stage, dp=lay.dp, tp=lay.tp,
+                                   zero_stage=lay.zero_stage, dp=lay.dp, tp=lay.tp, ep=lay.ep,
                                    pp=lay.pp if m.n_layers % lay.pp == 0 else 1,
                                    dtype="bf16" if lay.dtype == "fp8" else lay.dtype)
             if m.n_layers % lay.pp == 0:

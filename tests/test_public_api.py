@@ -37,6 +37,7 @@ UNCHECKED = {
     "units.renamed_keywords": "a decorator applied at import, to the package's own functions",
     "formats.lazy_constants": "builds a module __getattr__ at import, for the package's own modules",
     "memory.check_split": "a checker: raising the ValueError is its whole job",
+    "memory.check_ep": "a checker: raising the ValueError is its whole job",
     **{name: "an array fast path of the step models (numpy broadcasting over thousands of layouts); its callers "
              "check their arguments (steptime.step_time, planner.plans, memory.training)"
        for name in ("comm.allreduce_expected", "comm.alpha_beta", "memory.first_stage_layers", "serving.cache_read_seconds",

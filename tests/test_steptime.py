@@ -235,6 +235,65 @@ def test_zero3_gathers_weights_twice_and_reduces_gradients_every_micro_batch():
     assert t.data_parallel == pytest.approx(2 * (2 * gather + scatter), rel=1e-9)
 
 
+MIXTRAL = models.get("mixtral-8x7b")
+
+
+@pytest.mark.parametrize("name,ep,tp", [("mixtral-8x7b", 8, 1), ("qwen3-30b-a3b", 64, 1), ("mixtral-8x7b", 8, 2)])
+def test_expert_parallelism_exchanges_each_token_with_its_experts_by_all_to_all(name, ep, tp):
+    """Each MoE layer dispatches every token of the GPU's share (1/tp of the micro-batch) to its top-k
+    experts and combines them back, forward and backward: 4 all-to-alls per layer and micro-batch of
+    s/tp x k x d x 2 bytes x (ep - 1)/ep each. The shares for GPUs of the same server (8/tp of the
+    group) go over NVLink, the rest over the GPU's share of the server's NICs (DGX H100: one 400 Gb/s
+    NIC per GPU), at once; 6 with full recompute."""
+    m = models.get(name)
+    lay = Layout(tp=tp, dp=64, ep=ep, global_batch=128, micro_batch=1, seq_len=4096, zero_stage=1, recompute="none")
+    t = step(lay, gpu=H100, model=m)
+    nvlink, nic = comm.gpu_link(H100, 1), comm.link("ib-ndr")
+    n_bytes = 4096 / tp * m.experts_per_token * m.d_model * 2 * (ep - 1) / ep
+    inside = min(ep, 8 // tp)
+    near = n_bytes * (inside - 1) / (ep - 1) / (nvlink.bandwidth * nvlink.achieved_fraction)
+    far = n_bytes * (ep - inside) / (ep - 1) / (nic.bandwidth * nic.achieved_fraction)
+    latency = max(nvlink.hop_latency, nic.hop_latency) if ep > inside else nvlink.hop_latency
+    one = comm.LAUNCH_LATENCY + latency + max(near, far)
+    assert m.n_moe_layers == m.n_layers
+    assert t.expert_parallel == pytest.approx(2 * m.n_layers * 4 * one, rel=1e-9)  # 2 micro-batches
+    full = step(replace(lay, recompute="full"), gpu=H100, model=m)
+    assert full.expert_parallel == pytest.approx(2 * m.n_layers * 6 * one, rel=1e-9)
+    dense = step(replace(lay, ep=1), gpu=H100, model=m)
+    assert dense.expert_parallel == 0 and dense.compute == t.compute
+
+
+def test_expert_parallelism_shards_the_experts_states_and_gradients_by_hand():
+    """Mixtral 8x7B, ZeRO-1 over 64 GPUs: the routed experts (96.6 % of the parameters) split 8 ways.
+    16-bit weights and gradients per GPU fall to (1 - s + s/8) of the model's; Adam's fp32 states stay
+    at 1/64 of them (the dense part over 64 replicas, each expert over its 8); the data-parallel
+    gradients shrink alike, and the optimizer step does not change."""
+    s, n = MIXTRAL.routed_share, MIXTRAL.n_params
+    assert 0.96 < s < 0.97
+    plain = memory.training(MIXTRAL, zero_stage=1, dp=64)
+    split = memory.training(MIXTRAL, zero_stage=1, dp=64, ep=8)
+    assert split.weights == pytest.approx(2 * n * (1 - s + s / 8)) and plain.weights == pytest.approx(2 * n)
+    assert split.gradients == pytest.approx(2 * n * (1 - s + s / 8))
+    assert split.optimizer == pytest.approx(plain.optimizer) == pytest.approx(12 * n / 64)
+    lay = Layout(dp=64, global_batch=64, seq_len=4096, zero_stage=1, recompute="none")
+    one, eight = (step(replace(lay, ep=e), gpu=H100, model=MIXTRAL) for e in (1, 8))
+    assert eight.optimizer == pytest.approx(one.optimizer)
+    assert eight.data_parallel_total == pytest.approx(
+        one.data_parallel_total * (1 - s + s / 8), rel=0.01)  # bytes scale; ring latency does not
+
+
+def test_expert_parallelism_checks():
+    with pytest.raises(ValueError, match="ep=8 must divide dp=4"):
+        Layout(dp=4, ep=8, global_batch=4)
+    with pytest.raises(ValueError, match="zero_stage=3"):
+        Layout(dp=8, ep=8, global_batch=8, zero_stage=3)
+    with pytest.raises(ValueError, match="dense"):
+        steptime.step_time("llama-2-7b", "H100", Layout(dp=8, ep=8, global_batch=8))
+    with pytest.raises(ValueError, match="must divide the 8 experts"):
+        memory.training(MIXTRAL, dp=16, ep=16, zero_stage=1)
+    assert Layout(dp=16, ep=8, global_batch=16).describe().startswith("TP 1 x PP 1 x DP 16 (EP 8)")
+
+
 def test_optimizer_streams_thirty_bytes_per_local_parameter():
     t = step(Layout(tp=2, pp=2, dp=4, global_batch=8, seq_len=2048, zero_stage=1))
     assert t.optimizer == pytest.approx(30 * GPT.n_params / 16 / (A100.memory_bandwidth * steptime.STREAM_FRACTION))

@@ -148,6 +148,23 @@ def check_split(model: Model, tp: int = 1, pp: int = 1, dp: int = 1, *, replicat
         raise ValueError(f"pp={pp} {problem} the {model.n_layers} layers of {model.display_name}; allowed: {allowed}")
 
 
+def check_ep(model: Model, ep: int, dp: int, zero_stage: int) -> None:
+    """Raise a ValueError unless expert parallelism ``ep`` splits ``model``'s routed experts within
+    its ``dp`` data-parallel replicas (Megatron-Core's expert-parallel groups) under ZeRO-0 to 2."""
+    check_positive("ep", ep, integer=True)
+    if ep == 1:
+        return
+    if not model.is_moe:
+        raise ValueError(f"ep={ep} needs a mixture-of-experts model; {model.display_name} is dense: allowed ep=1")
+    if model.n_experts % ep or dp % ep:
+        allowed = ", ".join(str(e) for e in range(1, dp + 1) if model.n_experts % e == 0 and dp % e == 0)
+        raise ValueError(f"ep={ep} must divide the {model.n_experts} experts of {model.display_name} and dp={dp}; "
+                         f"allowed: {allowed}")
+    if zero_stage == 3:
+        raise ValueError(f"ep={ep} does not combine with zero_stage=3 (ZeRO-3 gathers what expert parallelism "
+                         f"keeps apart); allowed with ep > 1: zero_stage 0, 1 or 2")
+
+
 # --- model states -------------------------------------------------------------------------
 
 def lora_shapes(model: Model, rank: int) -> list[tuple[int, int, int]]:
@@ -334,24 +351,28 @@ def logit_activation_bytes(model: Model, micro_batch_size, seq_len, tp, copies=1
     return 4 * seq_len * micro_batch_size * model.d_model * (1 + copies * model.vocab_size / model.d_model) / tp
 
 
-def shard(states: tuple[float, float, float], tp, pp, dp, zero_stage):
+def shard(states: tuple[float, float, float], tp, pp, dp, zero_stage, ep=1, routed_share=0.0):
     """(weights, gradients, optimizer) bytes per GPU: the model states split over tp * pp, then
     by ZeRO stage over dp (stage 1 the optimizer, 2 also the gradients, 3 also the weights;
-    Rajbhandari et al. 2019, Sec. 5), on numbers or numpy arrays."""
+    Rajbhandari et al. 2019, Sec. 5); with expert parallelism the ``routed_share`` of them (the
+    routed experts) also over ``ep``, and by ZeRO stage over the dp / ep replicas of each expert
+    (Megatron-Core's expert data-parallel group). On numbers or numpy arrays."""
     weights, gradients, optimizer = states
     split = tp * pp
 
-    def over(stage: int):  # dp where the ZeRO stage shards this state, else 1
-        return 1 + (dp - 1) * (zero_stage >= stage)
+    def over(stage: int, n):  # n where the ZeRO stage shards this state, else 1
+        return 1 + (n - 1) * (zero_stage >= stage)
 
-    return weights / split / over(3), gradients / split / over(2), optimizer / split / over(1)
+    def each(state, stage: int):  # the dense part over dp, the routed experts over ep and dp / ep
+        return state * (1 - routed_share) / split / over(stage, dp) + state * routed_share / (split * ep) / over(stage, dp // ep)
+    return each(weights, 3), each(gradients, 2), each(optimizer, 1)
 
 
 # --- public API ---------------------------------------------------------------------------
 
 def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: str = "adamw",
              micro_batch_size: int = 1, seq_len: int = 2048, recompute: str = "none",
-             zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, method: str = "full",
+             zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, ep: int = 1, method: str = "full",
              master_weights: bool = True, lora_rank: int = 16, flash_attention: bool = True,
              dropout: bool = False, amp: bool = False, offload: str = "none", loss: str = "fused",
              max_live_parameters: float = MAX_LIVE_PARAMETERS,
@@ -375,7 +396,8 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     shard, without these transient gathers, as in Rajbhandari et al. 2019, Figure 1).
     ``method="lora"`` freezes the 16-bit base and trains rank-``lora_rank`` adapters;
     ``"qlora"`` stores the frozen base in NF4. Model states are split over tp*pp and, by
-    ZeRO stage, over dp. ZeRO stages 2 and 3 do not combine with pipeline parallelism (DeepSpeed:
+    ZeRO stage, over dp; with expert parallelism ``ep`` the routed experts also over ep (:func:`shard`).
+    ZeRO stages 2 and 3 do not combine with pipeline parallelism (DeepSpeed:
     "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py).
     Activations as :func:`activations`: FlashAttention and no dropout unless told otherwise, the
     loss as Megatron-LM fuses it unless ``loss="unfused"`` (Hugging Face Transformers; :data:`LOSSES`).
@@ -394,6 +416,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     check_positive("max_live_parameters", max_live_parameters)
     check_positive("reduce_bucket_size", reduce_bucket_size)
     check_split(m, tp, pp, dp)
+    check_ep(m, ep, dp, zero_stage)
     if pp > 1 and zero_stage >= 2:
         raise ValueError(f"zero_stage={zero_stage} does not combine with pp={pp}: ZeRO-2 and ZeRO-3 are "
                          f"incompatible with pipeline parallelism; allowed with pp > 1: zero_stage 0 or 1")
@@ -404,7 +427,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     if amp and not half:
         raise ValueError(f"amp=True autocasts to a 16-bit dtype; dtype must be fp16 or bf16, got {dtype!r}")
     states = model_states(m, dtype, optimizer, master_weights, method, lora_rank, amp)
-    weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage)
+    weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage, ep, m.routed_share if ep > 1 else 0.0)
     host = 0.0
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
         element = 2 if half and not amp else 4  # bytes of each gradient on the GPU

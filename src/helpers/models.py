@@ -165,6 +165,15 @@ class Model:
         return tuple((i, o, n) for (i, o), n in counts.items())
 
     @property
+    def routed_share(self) -> float:
+        """Share of the parameters in routed experts (from the shape; 0 for dense models): what
+        expert parallelism shards."""
+        if not self.is_moe:
+            return 0.0
+        expert = sum(i * o for i, o in self._mlp_shapes(self.expert_d_ff))
+        return self.n_moe_layers * self.n_experts * expert / self.params_from_shape()
+
+    @property
     def embedding_params(self) -> int:
         """Token embedding plus, when untied, the output head."""
         return self.vocab_size * self.d_model * (1 if self.tied_embeddings else 2)

@@ -4,7 +4,8 @@ For every GPU count the planner tries the layouts a practitioner would: tensor p
 1, 2, 4 or 8 that divides the heads and never leaves the NVLink domain; pipeline stages of 1 to
 64, interleaved in 2 to 8 chunks where there are at least as many micro-batches as stages
 (stages may hold unequal numbers of layers, as Llama 3 405B's did); data parallelism for the
-rest; ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP;
+rest; ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP; for a
+mixture of experts, expert parallelism over 8 or 64 of the data-parallel GPUs (:data:`EP_DEGREES`);
 micro-batches of 1 to 8 sequences; FlashAttention (the fastest kernel the GPU runs,
 :func:`steptime.attention_kernel_for`), with no recompute or full recompute (with FlashAttention,
 selective recompute has nothing left to recompute). The global batch stays near
@@ -44,6 +45,12 @@ TP_DEGREES = (1, 2, 4, 8)
 PP_DEGREES = (1, 2, 4, 8, 16, 32, 64)
 VPP_DEGREES = (1, 2, 4, 8)
 MICRO_BATCHES = (1, 2, 4, 8)
+#: Expert-parallel degrees tried for mixture-of-experts models (each must divide the experts and
+#: dp): none, one 8-GPU server's worth, and the 64 GPUs of eight servers that DeepSeek-V3 trained
+#: with (arXiv:2412.19437, Sec. 3.2.2: "64-way Expert Parallelism (EP64) spanning 8 nodes").
+#: Every degree tried multiplies the layouts to time; with three a cold sweep over the catalog for
+#: such a model takes about 1.5 times a dense model's (all seven powers of two: 3 to 4 times).
+EP_DEGREES = (1, 8, 64)
 #: A layout may round the global batch up to a multiple of dp * micro-batch, by at most this factor.
 BATCH_SLACK = 1.25
 #: DeepSeek-AI 2024, arXiv:2401.02954, Eq. 1: optimal batch B = 0.2920 * C**0.3271 tokens.
@@ -70,19 +77,19 @@ class Plan:
 
     @property
     def scaling_efficiency(self) -> float:
-        """Share of the step not lost to splitting the work: 1 - (tensor-parallel, pipeline and
-        data-parallel communication and the pipeline bubble) / step."""
+        """Share of the step not lost to splitting the work: 1 - (tensor-parallel, pipeline,
+        data-parallel and expert-parallel communication and the pipeline bubble) / step."""
         s = self.step
-        return 1 - (s.tensor_parallel + s.pipeline_bubble + s.pipeline_p2p + s.data_parallel) / s.total
+        return 1 - (s.tensor_parallel + s.pipeline_bubble + s.pipeline_p2p + s.data_parallel + s.expert_parallel) / s.total
 
     @property
     def binding(self) -> str:
         """What the step spends most of its non-compute time on: 'network' (data-parallel or
-        pipeline traffic between servers), 'pipeline' (the bubble), 'tensor parallel', or
-        'compute' when splitting costs under a fifth of the step."""
+        pipeline traffic between servers), 'pipeline' (the bubble), 'tensor parallel', 'expert
+        parallel' (the all-to-alls), or 'compute' when splitting costs under a fifth of the step."""
         s = self.step
         losses = {"network": s.data_parallel + s.pipeline_p2p, "pipeline": s.pipeline_bubble,
-                  "tensor parallel": s.tensor_parallel}
+                  "tensor parallel": s.tensor_parallel, "expert parallel": s.expert_parallel}
         worst = max(losses, key=losses.get)
         return worst if losses[worst] > 0.2 * s.total else "compute"
 
@@ -129,7 +136,9 @@ def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: s
     recompute rebuilds (:func:`memory.activations`). Planned jobs run FlashAttention, sequence
     parallelism and no dropout, as modern pre-training recipes do."""
     states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
-    weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"])
+    ep = c.get("ep", 1)
+    weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"], ep,
+                                                 np.where(np.asarray(ep) > 1, model.routed_share, 0.0))
 
     def per_layer(recompute):
         return memory.layer_activation_bytes(model, c["micro_batch"], seq_len, recompute, c["tp"],
@@ -147,7 +156,7 @@ def layout_bytes(model: "Model | str | float", layout: Layout) -> float:
     """:func:`layout_memory` of one :class:`steptime.Layout`, with its own attention and dropout."""
     model = as_model(model)
     check_instance("layout", layout, Layout, "a steptime.Layout")
-    c = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "dp", "micro_batch", "vpp", "zero_stage")}
+    c = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "dp", "micro_batch", "vpp", "zero_stage", "ep")}
     c["recompute"] = np.array([memory.RECOMPUTE.index(layout.recompute)])
     return float(layout_memory(model, c, layout.seq_len, layout.dtype, flash_attention=layout.flash_attention,
                                sequence_parallel=layout.sequence_parallel, dropout=layout.dropout)[0])
@@ -155,15 +164,16 @@ def layout_bytes(model: "Model | str | float", layout: Layout) -> float:
 
 @cache
 def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tuple[int, ...],
-           target_sequences: int) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+           target_sequences: int, n_experts: int = 1) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Every layout tried for each of ``counts`` GPUs (see the module docstring), as arrays, the
     index of the count each belongs to, and the index of each one's plain 1F1B sibling (the same
     layout at vpp 1, itself where vpp is 1): the grid count x tp x pp x micro-batch x batch side x
-    vpp x ZeRO stage x recompute, in that order, masked to the valid layouts (count x tp x pp
-    first, to keep the grid small). A narrower NVLink domain's block is the widest one's without its
-    wider tensor-parallel groups (nothing else depends on the domain), taken from it."""
+    vpp x ZeRO stage x expert parallelism x recompute, in that order, masked to the valid layouts
+    (count x tp x pp first, to keep the grid small). Expert parallelism (a mixture of ``n_experts``
+    experts only) divides the experts and dp, under ZeRO-1. A narrower NVLink domain's block is the
+    widest one's without its wider tensor-parallel groups (nothing else depends on the domain), taken from it."""
     if domain < TP_DEGREES[-1]:
-        c, owner, base = _block(n_heads, n_kv_heads, n_layers, TP_DEGREES[-1], counts, target_sequences)
+        c, owner, base = _block(n_heads, n_kv_heads, n_layers, TP_DEGREES[-1], counts, target_sequences, n_experts)
         keep = c["tp"] <= domain  # a layout and its vpp-1 sibling share their tp: both kept, or neither
         rows = np.flatnonzero(keep)
         return {k: v[rows] for k, v in c.items()}, owner[rows], (np.cumsum(keep) - 1)[base[rows]]
@@ -191,15 +201,17 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     either = near[0] | near[1]
     ok &= np.where(side == 0, exists[0] & (near[0] | ~either), exists[1] & (near[1] | ~either))
     multiple = np.where(side == 0, below, above)
-    owner, tp, pp, deepest, dp, b, multiple, chunks, zero, rc = expand(
-        (owner, tp, pp, deepest, dp, b, multiple), ok, (np.arange(len(VPP_DEGREES)), (1, 3), (0, 2)))
+    eps = tuple(e for e in EP_DEGREES if n_experts % e == 0) if n_experts > 1 else (1,)
+    owner, tp, pp, deepest, dp, b, multiple, chunks, zero, ep, rc = expand(
+        (owner, tp, pp, deepest, dp, b, multiple), ok, (np.arange(len(VPP_DEGREES)), (1, 3), eps, (0, 2)))
     vpp = np.array(VPP_DEGREES)[chunks]  # recompute above: none, full
     ok = (vpp == 1) | ((pp > 1) & (vpp <= deepest) & (multiple >= pp))
     ok &= (zero == 1) | (pp == 1)  # ZeRO-3 shards what pipelining already splits
+    ok &= (ep == 1) | ((dp % ep == 0) & (zero == 1))
     rows = np.flatnonzero(ok)
-    sibling = rows - chunks[rows] * 4  # 4 = ZeRO stages x recompute choices: the same layout at vpp 1
+    sibling = rows - chunks[rows] * (2 * len(eps) * 2)  # ZeRO stages x ep x recompute: the same layout at vpp 1
     c = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": b, "global_batch": multiple * dp * b, "vpp": vpp,
-         "zero_stage": zero, "recompute": rc}
+         "zero_stage": zero, "recompute": rc, "ep": ep}
     return {k: v[rows] for k, v in c.items()}, owner[rows], (np.cumsum(ok) - 1)[sibling]
 
 
@@ -209,9 +221,10 @@ def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences:
     """:func:`layout_memory` of a :func:`_block`, and the index of each count's most frugal layout:
     the same for every GPU with that NVLink domain, so a sweep over the catalog computes them once
     per domain (read-only)."""
-    c, owner, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
+    c, owner, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences, model.n_experts)
     if domain < TP_DEGREES[-1]:  # the widest domain's memory, of the layouts this block keeps of it
-        widest, _, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, TP_DEGREES[-1], counts, target_sequences)
+        widest, _, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, TP_DEGREES[-1], counts, target_sequences,
+                              model.n_experts)
         need = _needs(model, TP_DEGREES[-1], counts, target_sequences, seq_len, dtype)[0][widest["tp"] <= domain]
     else:
         need = layout_memory(model, c, seq_len, dtype)
@@ -240,7 +253,8 @@ def _candidates(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dty
     kept layout's sibling sits among those (None when no layout can use these counts)."""
     # the widest tensor-parallel group that fits the domain: a 72-GPU NVLink domain plans as an 8-GPU one
     domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server, TP_DEGREES[-1]))
-    c, owner, base = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences)
+    c, owner, base = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences,
+                            model.n_experts)
     if not len(owner):
         return None
     need, frugal = _needs(model, domain, counts, target_sequences, seq_len, dtype)

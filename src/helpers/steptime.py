@@ -103,7 +103,9 @@ class Layout:
     ``deepspeed/runtime/zero/stage_1_and_2.py``: "ready for next round forward"), exposed.
     ``dropout``: whether the model trains with dropout (masks to store and stream).
     ``attention_kernel``: which fused kernel runs attention when ``flash_attention`` is set (a key
-    of :data:`ATTENTION_KERNELS`).
+    of :data:`ATTENTION_KERNELS`). ``ep``: expert parallelism, the routed experts of a
+    mixture-of-experts model split over ``ep`` of the data-parallel replicas (Megatron-Core's
+    expert-parallel groups), which exchange tokens by all-to-all (``describe`` shows it as DP n (EP e)).
     """
 
     tp: int = 1
@@ -124,9 +126,10 @@ class Layout:
     gather_overlap: bool = True
     grad_bytes: int | None = None
     attention_kernel: str = "flash2"
+    ep: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp"):
+        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp", "ep"):
             check_positive(name, getattr(self, name), integer=True)
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
         check_choice("recompute", self.recompute, RECOMPUTE)
@@ -143,6 +146,9 @@ class Layout:
             raise ValueError(f"zero_stage={self.zero_stage} does not combine with pp={self.pp}; allowed: 0 or 1")
         if self.vpp > 1 and self.pp == 1:
             raise ValueError(f"vpp={self.vpp} needs pipeline parallelism (pp > 1)")
+        if self.ep > 1 and (self.dp % self.ep or self.zero_stage == 3):
+            raise ValueError(f"ep={self.ep} must divide dp={self.dp} and run under ZeRO-0 to 2, "
+                             f"got zero_stage={self.zero_stage}")
 
     @property
     def n_gpus(self) -> int:
@@ -162,7 +168,8 @@ class Layout:
         """A short label: 'TP 8 x PP 4 x DP 16, micro-batch 1, ZeRO-1, selective recompute' (the
         recompute only when there is one)."""
         parts = [f"TP {self.tp} x PP {self.pp}" + (f" (interleaved {self.vpp})" if self.vpp > 1 else "") +
-                 f" x DP {self.dp}", f"micro-batch {self.micro_batch}", f"ZeRO-{self.zero_stage}"]
+                 f" x DP {self.dp}" + (f" (EP {self.ep})" if self.ep > 1 else ""), f"micro-batch {self.micro_batch}",
+                 f"ZeRO-{self.zero_stage}"]
         return ", ".join(parts + [f"{self.recompute} recompute"] * (self.recompute != "none"))
 
 
@@ -287,6 +294,7 @@ class StepTime:
     pipeline_p2p: float
     data_parallel: float
     optimizer: float
+    expert_parallel: float = 0.0
     data_parallel_total: float = field(repr=False, default=0.0)
     tokens: float = field(repr=False, default=0.0)
     n_gpus: int = field(repr=False, default=1)
@@ -294,7 +302,7 @@ class StepTime:
     peak_flops: float = field(repr=False, default=1.0)
 
     TERMS = ("compute", "recompute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel",
-             "optimizer")
+             "optimizer", "expert_parallel")
 
     @cached_property
     def total(self) -> float:
@@ -414,8 +422,23 @@ def stacked(each: list[dict], sizes: list[int]) -> dict:
             else column([r[k] for r in each]) for k in each[0]}
 
 
+def _all_to_all(n_bytes, ep, inside, fabric):
+    """Seconds of an all-to-all among ``ep`` GPUs, ``inside`` of them per server, each sending
+    ``n_bytes`` in equal shares to the others (NCCL runs it as concurrent sends and receives): the
+    shares for its own server over its link (NVLink where the group fits the domain, else PCIe), the
+    rest over the server's NICs, both at once, after one launch and one hop (:func:`_fabric`)."""
+    fast_bw, fast_latency, slow_bw, slow_latency, domain, nic_bw, nic_latency = fabric
+    fits = inside <= domain
+    peers = np.maximum(ep - 1, 1)
+    near = n_bytes * (inside - 1) / peers / np.where(fits, fast_bw, slow_bw)
+    far = n_bytes * (ep - inside) / peers / nic_bw
+    latency = np.where(ep > inside, np.maximum(np.where(fits, fast_latency, slow_latency), nic_latency),
+                       np.where(fits, fast_latency, slow_latency))
+    return comm.LAUNCH_LATENCY + latency + np.maximum(near, far)
+
+
 def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
-          vpp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
+          vpp=1, ep=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
           tp_overlap=False, gather_overlap=True, grad_bytes=None, attention_kernel: str = "flash2",
           network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
     """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
@@ -428,8 +451,8 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     """
     r = gpu if isinstance(gpu, dict) else rates(gpu, dtype, attention_kernel, Network() if network is None else network,
                                                  calibration)
-    tp, pp, dp, b, gb, s, zero, rc, v = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
-                                                                 zero_stage, recompute, vpp))
+    tp, pp, dp, b, gb, s, zero, rc, v, ep = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
+                                                                     zero_stage, recompute, vpp, ep))
     sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
         sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
     d, L, V, a = model.d_model, model.n_layers, model.vocab_size, model.n_heads
@@ -485,14 +508,25 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
         np.where(sp, 0.0, _collective((tp - 1) / tp, tp - 1, activation_bytes, tp_bw, tp_latency))
     p2p_mb = np.where(pp > 1, 2 * v * send, 0.0)
 
+    # Expert parallelism: each MoE layer sends every token of the GPU's share to its top-k experts'
+    # GPUs and back (dispatch and combine), forward and backward (and forward again under full
+    # recompute), exposed; Megatron-Core's rank order puts the expert-parallel group on consecutive
+    # data-parallel ranks, tp apart.
+    moe_layers = layers * model.n_moe_layers / L
+    dispatch = tokens / tp * model.experts_per_token * d * 2 * (ep - 1) / ep
+    a2a_mb = np.where(ep > 1, moe_layers * np.where(rc == 2, 6, 4) *
+                      _all_to_all(dispatch, ep, np.clip(servers // tp, 1, ep), fabric), 0.0)
+
     compute_mb = layers * layer_train + head
     recompute_mb = layers * layer_recompute
-    stage_mb = compute_mb + recompute_mb + tp_mb + p2p_mb
+    stage_mb = compute_mb + recompute_mb + tp_mb + p2p_mb + a2a_mb
     m = gb // (dp * b)
     bubble = (pp - 1) / v * stage_mb
 
-    # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard.
-    local_params = model.n_params / (tp * pp)
+    # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard, the routed experts'
+    # over ep too (their replicas reduce over dp / ep GPUs: counted here over the dp ring).
+    routed = np.where(ep > 1, model.routed_share, 0.0)
+    local_params = model.n_params * (1 - routed + routed / ep) / (tp * pp)
     gbytes = np.asarray(r["grad_bytes"] if grad_bytes is None else grad_bytes)
     inside = np.maximum(1, servers // (tp * pp))  # data-parallel peers per server
     dp_bw, dp_latency = _group_link(fabric, np.minimum(inside, dp), dp)
@@ -522,11 +556,12 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     dp_total = np.where(zero == 3, m * sharded, gradient_sync)
     dp_exposed = np.where(dp > 1, np.where(zero == 3, exposed_sharded, exposed_sync), 0.0)
 
-    optimizer_params = local_params / np.where(zero >= 1, dp, 1)
+    # ZeRO-1/2 shard the dense part over dp and each expert over its dp / ep replicas: 1/dp of the model either way
+    optimizer_params = np.where(zero >= 1, model.n_params / (tp * pp) / dp, local_params)
     optimizer = OPTIMIZER_BYTES_PER_PARAM * optimizer_params / (bw * STREAM_FRACTION)
     return {"compute": m * compute_mb, "recompute": m * recompute_mb, "tensor_parallel": m * tp_mb,
             "pipeline_bubble": bubble, "pipeline_p2p": m * p2p_mb, "data_parallel": dp_exposed,
-            "optimizer": optimizer, "data_parallel_total": dp_total}
+            "optimizer": optimizer, "expert_parallel": m * a2a_mb, "data_parallel_total": dp_total}
 
 
 def interleaved(t: dict[str, np.ndarray], vpp, pp, micro_batches) -> dict[str, np.ndarray]:
@@ -582,6 +617,7 @@ def step_time(model: "Model | str | float", gpu: "GPU | str", layout: Layout, *,
     if not isinstance(layout, Layout):
         raise ValueError(f"layout must be a steptime.Layout, got {layout!r}")
     check_split(m, layout.tp, 1, layout.dp)
+    memory.check_ep(m, layout.ep, layout.dp, layout.zero_stage)
     if layout.vpp > max_vpp(m.n_layers, layout.pp):
         raise ValueError(f"vpp={layout.vpp} leaves a model chunk without a layer: {m.display_name}'s {m.n_layers} "
                          f"layers on {layout.pp} stages allow at most vpp={max_vpp(m.n_layers, layout.pp)}")
