@@ -26,7 +26,9 @@ Mapping a row to llm-analysis:
 
 * shape: n_layers, d_model and seq_len from the row; n_heads, key-value heads, d_ff, gated MLP and
   vocab_size from the row if it has them, else from models.csv for a named model, else d_model/128,
-  MHA, 4*d_model, plain and 51200; experts from models.csv for a named model, else 1.
+  MHA, 4*d_model, plain and 51200; experts from models.csv for a named model, else from the row
+  (experts, top-k, their width as its one MLP width; it has no shared experts), else 1; the
+  row's expert parallelism as its ep_size.
 * layout: tp, pp, dp and global_batch (sequences) are required, else status "no layout"; an empty
   micro_batch is 1 (its step time does not depend on it, and left to pick one it refuses runs
   whose activations it thinks do not fit), an empty zero_stage 0 and an empty recompute none.
@@ -61,7 +63,8 @@ GPUS = {"A100-SXM4-80GB": "a100-sxm-80gb", "A100-SXM4-40GB": "a100-sxm-40gb",
 SETTINGS = {"defaults": {}, "tuned": {"flops_efficiency": 0.5, "hbm_memory_efficiency": 0.9}}
 RECOMPUTE = {"none": "NONE", "selective": "SELECTIVE", "full": "FULL"}  # its ActivationRecomputation
 LAYOUT = ["tp", "pp", "dp", "global_batch"]
-OPTIONAL = ["cp", "micro_batch", "zero_stage", "recompute", "n_heads", "n_kv_heads", "d_ff", "mlp", "vocab_size"]
+OPTIONAL = ["cp", "micro_batch", "zero_stage", "recompute", "n_heads", "n_kv_heads", "d_ff", "mlp", "vocab_size", "ep",
+            "n_experts", "experts_per_token", "moe_d_ff"]
 
 WORKER = r"""
 import json, logging, sys
@@ -116,6 +119,9 @@ def model_config(row, models: pd.DataFrame) -> dict:
     config["num_key_value_heads"] = int(pick("n_kv_heads", config["n_head"]))
     if named is not None:
         config.update(moe_num_experts=int(named.n_experts), moe_top_k=int(named.experts_per_token))
+    elif row.n_experts:  # every layer a mixture of experts of moe_d_ff (llm-analysis has one MLP width)
+        config.update(moe_num_experts=int(row.n_experts), moe_top_k=int(row.experts_per_token),
+                      ffn_embed_dim=int(row.moe_d_ff), expansion_ratio=int(row.moe_d_ff) / row.d_model)
     return config
 
 
@@ -130,7 +136,8 @@ def job(row, models: pd.DataFrame) -> dict | str:
     return {
         "model": model_config(row, models),
         "gpu": GPUS[row.gpu],
-        "parallelism": {"tp_size": int(row.tp), "pp_size": int(row.pp), "dp_size": int(row.dp * (row.cp or 1))},
+        "parallelism": {"tp_size": int(row.tp), "pp_size": int(row.pp), "dp_size": int(row.dp * (row.cp or 1)),
+                        "ep_size": int(row.ep or 1)},
         "recompute": RECOMPUTE[row.recompute or "none"],
         "zero_stage": int(row.zero_stage or 0),
         "batch": {"seq_len": int(row.seq_len), "global_batch_size": int(row.global_batch),

@@ -158,14 +158,16 @@ def test_whole_runs_against_published_gpu_hours(runs):
     assert tiny["predicted"] == pytest.approx(300e9 / plan.tokens_per_second * 16 / 3600)
 
 
-def test_the_step_model_beats_half_the_peak_on_every_steady_test_family(runs):
+def test_the_step_model_beats_half_the_peak_on_every_steady_test_family_but_one(runs):
     """The baseline a step model has to beat: every FLOP of the layout at half the dense peak, nothing else.
-    On the steady-state test runs it is off by about twice the model's error overall, and by more in each
-    family; on whole runs, where what the publications leave out (software, downtime) weighs more, it
-    does about as well as the model (the validation appendix says so)."""
+    On the steady-state test runs it is off by about twice the model's error overall, and by more in every
+    family but one: Megatron-Core's mixtures of experts of 2025 (megatron-moe), which run at 35-49 % of the
+    peak, where the model comes out about 17 % slow on Mixtral 8x22B (the validation appendix says so).
+    On whole runs, where what the publications leave out (software, downtime) weighs more, the baseline
+    does about as well as the model."""
     test = runs[~runs["end to end"] & (runs["split"] == "test")]
     medians = test.groupby("family")[["time error", "half-peak error"]].agg(lambda e: e.abs().median())
-    assert (medians["time error"] < medians["half-peak error"]).all()
+    assert set(medians.index[medians["time error"] >= medians["half-peak error"]]) == {"megatron-moe"}
     assert test["time error"].abs().median() < test["half-peak error"].abs().median() / 1.5
     whole = runs[runs["end to end"]]
     assert abs(whole["time error"].abs().median() - whole["half-peak error"].abs().median()) < 0.05

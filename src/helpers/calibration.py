@@ -36,9 +36,11 @@ BOUNDS = {"gemm": (0.3, 1.0), "elementwise_passes": (0.0, 12.0), "overlap_effici
 
 
 def run_model(row: pd.Series) -> models.Model:
-    """The preset named in the row, or a dense GPT shape with the row's layers, width, heads, key-value
-    heads, MLP (width and kind) and vocabulary; where the row does not say, heads of 128, as many
-    key-value heads as heads, a GELU MLP 4 x d_model wide and a 50,257-token vocabulary."""
+    """The preset named in the row, or a GPT shape with the row's layers, width, heads, key-value
+    heads, MLP (width and kind), vocabulary and, for a mixture of experts, its experts (``n_experts``,
+    ``experts_per_token``, ``moe_d_ff``, ``n_shared_experts`` of that width, and ``n_active_params``);
+    where the row does not say, heads of 128, as many key-value heads as heads, a GELU MLP 4 x d_model
+    wide, a 50,257-token vocabulary and no experts."""
     if isinstance(row["model"], str):
         return models.get(row["model"])
     d = int(row["d_model"])
@@ -47,10 +49,13 @@ def run_model(row: pd.Series) -> models.Model:
         return default if pd.isna(row.get(column)) else int(row[column])
 
     heads = stated("n_heads", d // 128)
+    moe = {} if pd.isna(row.get("n_experts")) else dict(
+        n_experts=int(row["n_experts"]), experts_per_token=int(row["experts_per_token"]), moe_d_ff=int(row["moe_d_ff"]),
+        n_shared_experts=stated("n_shared_experts", 0), n_active_params=float(row["n_active_params"]))
     return replace(models.dense(float(row["n_params"]), name=row["run"]), n_layers=int(row["n_layers"]), d_model=d,
                    n_heads=heads, n_kv_heads=stated("n_kv_heads", heads), d_ff=stated("d_ff", 4 * d),
                    mlp=row["mlp"] if isinstance(row.get("mlp"), str) else "gelu",
-                   vocab_size=stated("vocab_size", models.dense(1e9).vocab_size))
+                   vocab_size=stated("vocab_size", models.dense(1e9).vocab_size), **moe)
 
 
 def megatron_flops_per_token(model: models.Model, seq_len: int) -> float:
@@ -92,6 +97,7 @@ def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
          if pp > 1 and v <= steptime.max_vpp(n_layers, pp) and (gb // dp // min(micro)) >= pp] or [1]
     combos = [(b, v) for b in micro for v in chunks]
     fixed = {k: int(row[k]) for k in ("tp", "pp", "dp", "global_batch", "zero_stage")}
+    fixed["ep"] = 1 if pd.isna(row.get("ep")) else int(row["ep"])
     arrays = {k: np.full(len(combos), v) for k, v in fixed.items()}
     arrays["micro_batch"] = np.array([b for b, _ in combos])
     arrays["vpp"] = np.array([v for _, v in combos])
