@@ -14,7 +14,8 @@ JARGON = {r"SXM": "SXM", r"HGX|DGX": "HGX, DGX", r"NICs?": "NIC", r"FSDP": "FSDP
           r"PUE": "PUE", r"[Gg]oodput": "Goodput", r"[Rr]oofline": "Roofline, ridge point", r"Q?LoRA": "LoRA, QLoRA",
           r"MIG": "MIG", r"GQA|[Gg]rouped-query attention": "Grouped-query attention (GQA)", r"TTFT": "TTFT, TPOT",
           r"[Cc]ontinuous batching": "Continuous batching", r"[Aa]rithmetic intensity": "Arithmetic intensity",
-          r"[Cc]olocation": "Colocation", r"[Ee]gress": "Egress", r"NVLS": "NVLS (NVLink SHARP)"}
+          r"[Cc]olocation": "Colocation", r"[Ee]gress": "Egress", r"NVLS": "NVLS (NVLink SHARP)",
+          r"[Ee]xpert parallelism": "Expert parallelism (EP)"}
 #: Roles, code, math and links, which the search skips (a {term} role is found separately).
 SKIPPED = re.compile(r"\{term\}`[^`]*`|`[^`]*`|\$[^$]*\$|\[[^\]]*\]\([^)]*\)|<[^>]*>")
 TERM_ROLE = re.compile(r"\{term\}`([^`<]*?)(?:\s*<([^>]*)>)?`")
