@@ -60,6 +60,8 @@ SELECTOR = {
     "pretrain Llama 2 70B on 2T tokens (a deadline or budget move)": lambda: select.recommend("llama-2-70b", tokens=2e12),
     "pretrain Llama 2 70B on 2T tokens (cold caches: a new model)": lambda: _cold(
         lambda: select.recommend("llama-2-70b", tokens=2e12)),
+    "pretrain Qwen3-30B-A3B on 1T tokens (cold caches: a mixture of experts, expert parallelism tried)": lambda: _cold(
+        lambda: select.recommend("qwen3-30b-a3b", tokens=1e12)),
     "serve Llama 2 7B at batch 1 (a latency or budget move)": lambda: select.recommend("llama-2-7b", task="serve"),
     "serve Llama 2 7B at batch 1 (cold caches)": lambda: _cold(lambda: select.recommend("llama-2-7b", task="serve")),
     "serve Llama 3 70B at 5 requests/s (a latency or budget move)": _traffic,
