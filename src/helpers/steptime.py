@@ -35,6 +35,10 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
   always exposed.
 - **optimizer**: Adam's update, memory-bound: 30 bytes per local parameter (read fp32 gradient,
   read and write fp32 master weight and two moments, write the 16-bit weight).
+- **expert_parallel**: for a mixture of experts whose routed experts are spread over ``ep`` of the
+  data-parallel GPUs, the all-to-alls that send every token to its experts' GPUs and back, two
+  forward and two backward per MoE layer and micro-batch (two more under full recompute), exposed,
+  over NVLink inside a server and the NICs beyond it at once.
 
 Everything is computed with numpy so that the planner can evaluate thousands of layouts at once.
 """
