@@ -287,3 +287,11 @@ def test_an_owned_run_costs_its_gpu_hours_at_the_readers_ownership_rate():
                                staff_usd_per_gpu_year=0)
     assert owned.expected == pytest.approx(t.expected * 64 / 3600 * rate.expected)
     assert rate != cost.hourly_rate("H100", "owned", gpu_price_usd=40000)
+
+
+def test_an_absurd_rental_price_is_named_not_summed_to_infinity():
+    """Found by the property test: 1e304 USD per GPU-hour over two years overflows the cumulative rent;
+    the error names the price instead of returning infinity."""
+    with pytest.raises(ValueError, match="price_per_gpu_hour"):
+        cost.rent_vs_buy("H100", 1, years=2.0, utilization=1.0, price_per_gpu_hour=1.025378242563493e304,
+                         gpu_price_usd=100.0)

@@ -356,6 +356,8 @@ def rent_or_buy(gpu: "GPU | str", n_gpus: int, *, years: float = 3.0, utilizatio
     months = range(int(years * 12) + 1)
     used = n_gpus * HOURS_PER_MONTH * utilization
     per_month = own.running.expected / (years * 12)
+    check_result(months[-1] * used * rate, price_per_gpu_hour=price_per_gpu_hour, n_gpus=n_gpus, years=years)
+    check_result(own.upfront.expected + months[-1] * per_month, gpu_price_usd=gpu_price_usd, n_gpus=n_gpus, years=years)
     return RentOrBuy(rent=tuple(m * used * rate for m in months), own=tuple(own.upfront.expected + m * per_month
                                                                              for m in months))
 
