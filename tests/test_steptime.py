@@ -266,8 +266,10 @@ def test_expert_parallelism_exchanges_each_token_with_its_experts_by_all_to_all(
 def test_expert_parallelism_shards_the_experts_states_and_gradients_by_hand():
     """Mixtral 8x7B, ZeRO-1 over 64 GPUs: the routed experts (96.6 % of the parameters) split 8 ways.
     16-bit weights and gradients per GPU fall to (1 - s + s/8) of the model's; Adam's fp32 states stay
-    at 1/64 of them (the dense part over 64 replicas, each expert over its 8); the data-parallel
-    gradients shrink alike, and the optimizer step does not change."""
+    at 1/64 of them (the dense part over 64 replicas, each expert over its 8), and so does the optimizer
+    step. The dense gradients reduce-scatter (fp32) and the weights all-gather (16-bit) over the 64 GPUs,
+    eight to a server, whose ring runs at the server's eight NICs; each expert's over its 8 replicas, one
+    to a server, at one NIC."""
     s, n = MIXTRAL.routed_share, MIXTRAL.n_params
     assert 0.96 < s < 0.97
     plain = memory.training(MIXTRAL, zero_stage=1, dp=64)
@@ -278,8 +280,17 @@ def test_expert_parallelism_shards_the_experts_states_and_gradients_by_hand():
     lay = Layout(dp=64, global_batch=64, seq_len=4096, zero_stage=1, recompute="none")
     one, eight = (step(replace(lay, ep=e), gpu=H100, model=MIXTRAL) for e in (1, 8))
     assert eight.optimizer == pytest.approx(one.optimizer)
-    assert eight.data_parallel_total == pytest.approx(
-        one.data_parallel_total * (1 - s + s / 8), rel=0.01)  # bytes scale; ring latency does not
+    nvlink, nic = comm.gpu_link(H100, 1), comm.link("ib-ndr")
+    per_nic = nic.bandwidth * nic.achieved_fraction  # one NIC per GPU
+    latency = max(nvlink.hop_latency, nic.hop_latency)
+
+    def ring(n_bytes, members, bandwidth):
+        return comm.alpha_beta(members - 1, latency, (members - 1) / members * n_bytes, bandwidth)
+    dense_bw = min(nvlink.bandwidth * nvlink.achieved_fraction, 8 * per_nic)
+    dense = ring(4 * n * (1 - s), 64, dense_bw) + ring(2 * n * (1 - s), 64, dense_bw)
+    experts = ring(4 * n * s / 8, 8, per_nic) + ring(2 * n * s / 8, 8, per_nic)
+    assert eight.data_parallel_total == pytest.approx(dense + experts, rel=1e-9)
+    assert one.data_parallel_total == pytest.approx(ring(4 * n, 64, dense_bw) + ring(2 * n, 64, dense_bw), rel=1e-9)
 
 
 def test_expert_parallelism_checks():

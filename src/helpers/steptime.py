@@ -38,7 +38,8 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
 - **expert_parallel**: for a mixture of experts whose routed experts are spread over ``ep`` of the
   data-parallel GPUs, the all-to-alls that send every token to its experts' GPUs and back, two
   forward and two backward per MoE layer and micro-batch (two more under full recompute), exposed,
-  over NVLink inside a server and the NICs beyond it at once.
+  over NVLink inside a server and the NICs beyond it at once. Each expert's gradients then reduce
+  over its own dp / ep replicas, fewer of which share a server (in data_parallel).
 
 Everything is computed with numpy so that the planner can evaluate thousands of layouts at once.
 """
@@ -528,13 +529,22 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     bubble = (pp - 1) / v * stage_mb
 
     # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard, the routed experts'
-    # over ep too (their replicas reduce over dp / ep GPUs: counted here over the dp ring).
+    # split over ep too; each expert's replicas reduce over their own dp / ep GPUs, ep apart among the
+    # data-parallel ranks, so that fewer of them share a server.
     routed = np.where(ep > 1, model.routed_share, 0.0)
-    local_params = model.n_params * (1 - routed + routed / ep) / (tp * pp)
+    dense_params, expert_params = model.n_params * (1 - routed) / (tp * pp), model.n_params * routed / (tp * pp * ep)
+    local_params = dense_params + expert_params
     gbytes = np.asarray(r["grad_bytes"] if grad_bytes is None else grad_bytes)
     inside = np.maximum(1, servers // (tp * pp))  # data-parallel peers per server
     dp_bw, dp_latency = _group_link(fabric, np.minimum(inside, dp), dp)
     ring = (dp - 1) / dp
+    replicas = dp // ep  # of each expert
+    expert_bw, expert_latency = _group_link(fabric, np.minimum(np.maximum(1, inside // ep), replicas), replicas)
+
+    def reduced(factor, dense_bytes, expert_bytes):  # ``factor`` ring passes: the dense part over dp, the experts over dp / ep
+        return _collective(factor * ring, factor * (dp - 1), dense_bytes, dp_bw, dp_latency) + np.where(
+            ep > 1, _collective(factor * (replicas - 1) / replicas, factor * (replicas - 1), expert_bytes, expert_bw,
+                                expert_latency), 0.0)
     window = np.where(ovl, calibration.overlap_efficiency, 0.0) * compute_mb  # one micro-batch, forward and backward
 
     def exposed(seconds, n_bytes, share):  # what ``share`` of the window cannot hide, at least the last bucket
@@ -544,9 +554,9 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     # ZeRO-0: all-reduce the gradients behind the last micro-batch's backward. ZeRO-1/2 (distributed
     # optimizer): reduce-scatter them there, and all-gather the 16-bit weights behind the next forward
     # (or, where the framework gathers inside the optimizer step, before it: exposed).
-    all_reduce = _collective(2 * ring, 2 * (dp - 1), grads, dp_bw, dp_latency)
-    scatter = _collective(ring, dp - 1, grads, dp_bw, dp_latency)
-    gather = _collective(ring, dp - 1, local_params * 2, dp_bw, dp_latency)
+    all_reduce = reduced(2, dense_params * gbytes, expert_params * gbytes)
+    scatter = reduced(1, dense_params * gbytes, expert_params * gbytes)
+    gather = reduced(1, dense_params * 2, expert_params * 2)
     exposed_sync = np.where(zero == 0, exposed(all_reduce, grads, 2 / 3),
                             exposed(scatter, grads, 2 / 3) +
                             np.where(gather_ovl, exposed(gather, local_params * 2, 1 / 3), gather))
