@@ -517,10 +517,12 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     # GPUs and back (dispatch and combine), forward and backward (and forward again under full
     # recompute), exposed; Megatron-Core's rank order puts the expert-parallel group on consecutive
     # data-parallel ranks, tp apart.
-    moe_layers = layers * model.n_moe_layers / L
-    dispatch = tokens / tp * model.experts_per_token * d * 2 * (ep - 1) / ep
-    a2a_mb = np.where(ep > 1, moe_layers * np.where(rc == 2, 6, 4) *
-                      _all_to_all(dispatch, ep, np.clip(servers // tp, 1, ep), fabric), 0.0)
+    split_experts = bool(np.any(ep > 1))  # else (every dense model) none of the expert terms is computed
+    a2a_mb = 0.0
+    if split_experts:
+        dispatch = tokens / tp * model.experts_per_token * d * 2 * (ep - 1) / ep
+        a2a_mb = np.where(ep > 1, layers * model.n_moe_layers / L * np.where(rc == 2, 6, 4) *
+                          _all_to_all(dispatch, ep, np.clip(servers // tp, 1, ep), fabric), 0.0)
 
     compute_mb = layers * layer_train + head
     recompute_mb = layers * layer_recompute
@@ -539,12 +541,13 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     dp_bw, dp_latency = _group_link(fabric, np.minimum(inside, dp), dp)
     ring = (dp - 1) / dp
     replicas = dp // ep  # of each expert
-    expert_bw, expert_latency = _group_link(fabric, np.minimum(np.maximum(1, inside // ep), replicas), replicas)
+    if split_experts:
+        expert_bw, expert_latency = _group_link(fabric, np.minimum(np.maximum(1, inside // ep), replicas), replicas)
 
     def reduced(factor, dense_bytes, expert_bytes):  # ``factor`` ring passes: the dense part over dp, the experts over dp / ep
-        return _collective(factor * ring, factor * (dp - 1), dense_bytes, dp_bw, dp_latency) + np.where(
-            ep > 1, _collective(factor * (replicas - 1) / replicas, factor * (replicas - 1), expert_bytes, expert_bw,
-                                expert_latency), 0.0)
+        dense = _collective(factor * ring, factor * (dp - 1), dense_bytes, dp_bw, dp_latency)
+        return dense + np.where(ep > 1, _collective(factor * (replicas - 1) / replicas, factor * (replicas - 1),
+                                                    expert_bytes, expert_bw, expert_latency), 0.0) if split_experts else dense
     window = np.where(ovl, calibration.overlap_efficiency, 0.0) * compute_mb  # one micro-batch, forward and backward
 
     def exposed(seconds, n_bytes, share):  # what ``share`` of the window cannot hide, at least the last bucket
