@@ -110,11 +110,20 @@ def serving_estimate(model: "Model | str | float", gpu: "gpus.GPU | str", *, tp:
     kv = memory.serving_kv_dtype(weight_dtype)
     tps = compute.decode_throughput(m, g, tp=tp, batch_size=batch_size, context_len=context_len,
                                     weight_dtype=weight_dtype, kv_dtype=kv, split_kv=split_kv)
-    ttft = compute.prefill_time(m, g, context_len, tp=tp, weight_dtype=weight_dtype)
+    return _estimate(m, g, tp, weight_dtype, batch_size, context_len, tps,
+                     compute.prefill_time(m, g, context_len, tp=tp, weight_dtype=weight_dtype))
+
+
+def _estimate(m: Model, g: "gpus.GPU", tp: int, weight_dtype: str, batch_size: int, context_len: int,
+              tokens_per_s: Estimate, time_to_first_token: Estimate) -> ServingEstimate:
+    """A :class:`ServingEstimate` from its decoding speed and first-token time: the roof that binds
+    decoding and the memory per GPU, with the format's usual KV cache."""
+    kv = memory.serving_kv_dtype(weight_dtype)
     intensity = roofline.decode_intensity(m, batch_size, context_len, weight_dtype, kv)
     need = memory.inference(m, weight_dtype=weight_dtype, kv_dtype=kv, batch_size=batch_size,
                             context_len=context_len, tp=tp)
-    return ServingEstimate(tokens_per_s=tps, time_per_token=tps.map(lambda v: batch_size / v), time_to_first_token=ttft,
+    return ServingEstimate(tokens_per_s=tokens_per_s, time_per_token=tokens_per_s.map(lambda v: batch_size / v),
+                           time_to_first_token=time_to_first_token,
                            bound=roofline.bound(g, compute.compute_dtype(g, weight_dtype), intensity),
                            memory_per_gpu=need.total, fits=memory.fits(need, g))
 
@@ -134,16 +143,10 @@ def serving_estimates_for(model: "Model | str | float", gpu: "gpus.GPU | str", *
         return ()
     kvs = tuple(memory.serving_kv_dtype(d) for d in dtypes)
     decode, prefill = serving.batch_seconds(m, g, tp, dtypes, kvs, context_len, context_len, [[batch_size, 1]] * len(dtypes))
-    out = []
-    for i, (dtype, kv) in enumerate(zip(dtypes, kvs)):
-        tps = compute._banded({k: float(v[i, 0]) for k, v in decode.items()}).map(lambda v: batch_size / v)
-        need = memory.inference(m, weight_dtype=dtype, kv_dtype=kv, batch_size=batch_size, context_len=context_len, tp=tp)
-        intensity = roofline.decode_intensity(m, batch_size, context_len, dtype, kv)
-        out.append(ServingEstimate(tokens_per_s=tps, time_per_token=tps.map(lambda v: batch_size / v),
-                                   time_to_first_token=compute._banded({k: float(v[i, 1]) for k, v in prefill.items()}),
-                                   bound=roofline.bound(g, compute.compute_dtype(g, dtype), intensity),
-                                   memory_per_gpu=need.total, fits=memory.fits(need, g)))
-    return tuple(out)
+    return tuple(_estimate(m, g, tp, dtype, batch_size, context_len,
+                           compute._banded({k: float(v[i, 0]) for k, v in decode.items()}).map(lambda t: batch_size / t),
+                           compute._banded({k: float(v[i, 1]) for k, v in prefill.items()}))
+                 for i, dtype in enumerate(dtypes))
 
 
 def serving_estimates(model: "Model | str | float", *, tp: int = 1, weight_dtype: str = "bf16", batch_size: int = 1,

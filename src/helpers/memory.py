@@ -38,7 +38,7 @@ OFFLOADS = ("none", "optimizer", "parameters")
 #: softmax in place and that into its gradient in place (one copy, Korthikanti et al. 2022, Eq. 6).
 #: "unfused": PyTorch's ``cross_entropy`` over the logits, as Hugging Face Transformers' causal-LM
 #: heads call it (to v4.45): the logits the model returns, the log-softmax cross entropy saves, and
-#: two gradients of that size in the backward pass (``benchmarks/probe_memory.py`` measures 3.96).
+#: two gradients of that size in the backward pass (measured in ``data/memory_probe.csv``, P03).
 LOSSES = {"fused": 1, "unfused": 4}
 
 

@@ -290,14 +290,14 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
     elif task == "serve":  # checked here: the cached estimate below needs plain numbers as its key
         check_positive("batch_size", batch_size, integer=True)
         check_positive("context_len", context_len, integer=True)
-    best, catalog = [], gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names)
-    most_of = {g.name: min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus)) for g in catalog}
+    best, tried_gpus = [], gpus.get_all("gpu_names", gpus.names() if gpu_names is None else gpu_names)
+    most_of = {g.name: min(max_gpus, SEGMENT_MAX_GPUS.get(g.segment, max_gpus)) for g in tried_gpus}
     if task != "serve":
         check_positive("tokens", tokens)
-        counts = {g.name: tuple(n for n in COUNTS if n <= most_of[g.name]) for g in catalog}
-        planned = dict(zip(counts, planner.catalog(m, [(g, counts[g.name]) for g in catalog], seq_len=seq_len,
+        counts = {g.name: tuple(n for n in COUNTS if n <= most_of[g.name]) for g in tried_gpus}
+        planned = dict(zip(counts, planner.catalog(m, [(g, counts[g.name]) for g in tried_gpus], seq_len=seq_len,
                                                    tokens=tokens)))
-    for g in catalog:
+    for g in tried_gpus:
         most = most_of[g.name]
         if traffic_level:
             tried, verdicts = [], []
