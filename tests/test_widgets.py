@@ -197,6 +197,19 @@ def test_parallelism_panel_shows_the_planners_layout_and_refuses_idle_gpus():
     assert panel.result is None and "choose fewer GPUs" in panel.message
 
 
+def test_parallelism_panel_splits_a_mixture_of_experts_experts_and_shows_their_all_to_alls():
+    """A mixture of experts on 2,048 H100 spreads its experts (EP) and its stacked bars gain the
+    all-to-all term; a dense model's never show it."""
+    panel = widgets.parallelism(model="qwen3-235b-a22b")
+    panel.set(n_gpus=2048)
+    chosen = next(p for p in panel.result if p is not None and p.n_gpus == 2048)
+    assert "(EP " in panel.table.iloc[0]["layout"] and chosen.layout.ep > 1 and chosen.step.expert_parallel > 0
+    assert "expert parallel" in [t.get_text() for t in panel.figure.legends[0].get_texts()]
+    panel.set(model="llama-2-70b")
+    assert "(EP " not in panel.table.iloc[0]["layout"]
+    assert "expert parallel" not in [t.get_text() for t in panel.figure.legends[0].get_texts()]
+
+
 def test_data_parallel_panel():
     from helpers import scaling
     panel = widgets.data_parallel()

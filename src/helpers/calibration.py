@@ -41,7 +41,7 @@ def run_model(row: pd.Series) -> models.Model:
     ``experts_per_token``, ``moe_d_ff``, ``n_shared_experts`` of that width, and ``n_active_params``);
     where the row does not say, heads of 128, as many key-value heads as heads, a GELU MLP 4 x d_model
     wide, a 50,257-token vocabulary and no experts."""
-    if isinstance(row["model"], str):
+    if isinstance(row.get("model"), str):
         return models.get(row["model"])
     d = int(row["d_model"])
 

@@ -144,8 +144,8 @@ def serving_estimates_for(model: "Model | str | float", gpu: "gpus.GPU | str", *
     kvs = tuple(memory.serving_kv_dtype(d) for d in dtypes)
     decode, prefill = serving.batch_seconds(m, g, tp, dtypes, kvs, context_len, context_len, [[batch_size, 1]] * len(dtypes))
     return tuple(_estimate(m, g, tp, dtype, batch_size, context_len,
-                           compute._banded({k: float(v[i, 0]) for k, v in decode.items()}).map(lambda t: batch_size / t),
-                           compute._banded({k: float(v[i, 1]) for k, v in prefill.items()}))
+                           compute.banded_seconds({k: float(v[i, 0]) for k, v in decode.items()}).map(lambda t: batch_size / t),
+                           compute.banded_seconds({k: float(v[i, 1]) for k, v in prefill.items()}))
                  for i, dtype in enumerate(dtypes))
 
 

@@ -140,7 +140,7 @@ def decode_step(model: "Model | str | float", *, batch_size: int = 1, context_le
     return flops, per_gpu.weights + per_gpu.kv_cache
 
 
-def _banded(seconds: dict[str, float]) -> Estimate:
+def banded_seconds(seconds: dict[str, float]) -> Estimate:
     """The total of ``seconds`` (terms of :mod:`serving`) with the out-of-sample band of serving
     times, its fast end no faster than the roofline."""
     low, high = calibration.serving_band()
@@ -159,7 +159,7 @@ def decode_throughput(model: "Model | str | float", gpu: "GPU | str", *, tp: int
     the step model's out-of-sample errors on published decoding speeds."""
     step = serving.decode_seconds(model, gpu, tp=tp, batch_size=batch_size, context_len=context_len,
                                   weight_dtype=weight_dtype, kv_dtype=kv_dtype, split_kv=split_kv)
-    return _banded(step).map(lambda t: batch_size / t)
+    return banded_seconds(step).map(lambda t: batch_size / t)
 
 
 @renamed_keywords(n_gpus="tp", dtype="weight_dtype")
@@ -171,4 +171,4 @@ def prefill_time(model: "Model | str | float", gpu: "GPU | str", prompt_len: int
     check_dtype(weight_dtype, name="weight_dtype")
     seconds = serving.prefill_seconds(model, gpu, prompt_len, tp=tp, batch_size=batch_size,
                                       weight_dtype=weight_dtype, kv_dtype=serving_kv_dtype(weight_dtype))
-    return _banded(seconds)
+    return banded_seconds(seconds)

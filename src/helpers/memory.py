@@ -292,6 +292,15 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     the softmax output are kept in fp32 and the products keep 16-bit copies of their inputs: for
     GPT with dropout s*b*h*(38 + 7*a*s/h) bytes.
     """
+    model = _checked_activations(model, micro_batch_size, seq_len, recompute, dtype, flash_attention, dropout, amp)
+    check_split(model, tp)
+    return float(layer_activation_bytes(model, micro_batch_size, seq_len, RECOMPUTE.index(recompute), tp,
+                                        activation_value_bytes(dtype), flash_attention=flash_attention,
+                                        dropout=dropout, amp=amp))
+
+
+def _checked_activations(model, micro_batch_size, seq_len, recompute, dtype, flash_attention, dropout, amp) -> Model:
+    """The model of :func:`activations_per_layer`'s and :func:`activations`' arguments, once they are checked."""
     model = as_model(model)
     check_choice("recompute", recompute, RECOMPUTE)
     check_dtype(dtype, _state_dtypes())
@@ -300,10 +309,7 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     check_bool("flash_attention", flash_attention)
     check_bool("dropout", dropout)
     check_bool("amp", amp)
-    check_split(model, tp)
-    return float(layer_activation_bytes(model, micro_batch_size, seq_len, RECOMPUTE.index(recompute), tp,
-                                        activation_value_bytes(dtype), flash_attention=flash_attention,
-                                        dropout=dropout, amp=amp))
+    return model
 
 
 def activation_value_bytes(dtype: str) -> int:
@@ -326,23 +332,36 @@ def activations(model: Model, micro_batch_size: int, seq_len: int, *, recompute:
                 dropout: bool = False, amp: bool = False, loss: str = "fused") -> float:
     """Activation bytes per GPU at the peak of a step: the layers of the first pipeline stage
     (:func:`activations_per_layer`), the layer being recomputed, and embeddings, final norm and fp32
-    logits.
-
-    With 1F1B pipeline parallelism the first stage holds pp micro-batches of its layers, i.e. L
-    layers' worth when pp divides L (Korthikanti et al. 2022, Sec. 4.2.3; :func:`first_stage_layers`).
-    With recompute, the backward pass rebuilds one layer at a time, which then holds what it would
-    without (the O(k) segment of Chen et al. 2016, arXiv:1604.06174, Sec. 4.1;
-    ``benchmarks/probe_memory.py`` measures it). The embedding/logit term is
-    4*s*b*h*(1 + v/h)/tp (their Eq. 6), with ``loss`` the copies of the logits (:data:`LOSSES`).
-    """
-    model = as_model(model)
+    logits (:func:`stage_activation_bytes`, with ``loss`` the copies of the logits, :data:`LOSSES`)."""
+    model = _checked_activations(model, micro_batch_size, seq_len, recompute, dtype, flash_attention, dropout, amp)
     check_split(model, tp, pp)
     check_choice("loss", loss, tuple(LOSSES))
-    kwargs = dict(tp=tp, dtype=dtype, flash_attention=flash_attention, dropout=dropout, amp=amp)
-    per_layer = activations_per_layer(model, micro_batch_size, seq_len, recompute=recompute, **kwargs)
-    rebuilt = activations_per_layer(model, micro_batch_size, seq_len, **kwargs) - per_layer
-    return pp * first_stage_layers(model.n_layers, pp) * per_layer + rebuilt + \
-        logit_activation_bytes(model, micro_batch_size, seq_len, tp, LOSSES[loss])
+    return float(stage_activation_bytes(model, micro_batch_size, seq_len, RECOMPUTE.index(recompute), tp, pp,
+                                        activation_value_bytes(dtype), flash_attention=flash_attention,
+                                        dropout=dropout, amp=amp, copies=LOSSES[loss]))
+
+
+def stage_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, tp, pp, element: float, *, vpp=1,
+                           flash_attention: bool = True, sequence_parallel: bool = True, dropout: bool = False,
+                           amp: bool = False, copies: int = 1):
+    """:func:`activations` without checks, on numbers or numpy arrays (``recompute`` an index into
+    :data:`RECOMPUTE`, ``element`` bytes per value, ``copies`` of the fp32 logits), for ``vpp``
+    interleaved chunks per stage.
+
+    With 1F1B pipeline parallelism the first stage holds pp micro-batches of its layers, i.e. L
+    layers' worth when pp divides L (Korthikanti et al. 2022, Sec. 4.2.3; :func:`first_stage_layers`);
+    interleaving keeps 1 + (pp - 1)/(pp * vpp) times more (the same section). With recompute, the
+    backward pass rebuilds one layer at a time, which then holds what it would without (the O(k)
+    segment of Chen et al. 2016, arXiv:1604.06174, Sec. 4.1; ``benchmarks/probe_memory.py``
+    measures it). The embedding/logit term is 4*s*b*h*(1 + v/h)/tp (their Eq. 6,
+    :func:`logit_activation_bytes`)."""
+    def per_layer(rc):
+        return layer_activation_bytes(model, micro_batch_size, seq_len, rc, tp, element, flash_attention=flash_attention,
+                                      sequence_parallel=sequence_parallel, dropout=dropout, amp=amp)
+    kept = per_layer(recompute)
+    interleave = np.where(np.asarray(vpp) > 1, 1 + (pp - 1) / (pp * np.asarray(vpp)), 1.0)
+    return pp * first_stage_layers(model.n_layers, pp) * kept * interleave + (per_layer(0) - kept) + \
+        logit_activation_bytes(model, micro_batch_size, seq_len, tp, copies)
 
 
 def logit_activation_bytes(model: Model, micro_batch_size, seq_len, tp, copies=1):
@@ -355,10 +374,10 @@ def shard(states: tuple[float, float, float], tp, pp, dp, zero_stage, ep=1, rout
     """(weights, gradients, optimizer) bytes per GPU: the model states split over tp * pp, then
     by ZeRO stage over dp (stage 1 the optimizer, 2 also the gradients, 3 also the weights;
     Rajbhandari et al. 2019, Sec. 5); with expert parallelism the ``routed_share`` of them (the
-    routed experts) also over ``ep``, and by ZeRO stage over the dp / ep replicas of each expert
-    (Megatron-Core's expert data-parallel group). On numbers or numpy arrays."""
+    routed experts) also over ``ep`` where it is above 1, and by ZeRO stage over the dp / ep replicas
+    of each expert (Megatron-Core's expert data-parallel group). On numbers or numpy arrays."""
     weights, gradients, optimizer = states
-    split = tp * pp
+    split, routed_share = tp * pp, routed_share * (ep > 1)
 
     def over(stage: int, n):  # n where the ZeRO stage shards this state, else 1
         return 1 + (n - 1) * (zero_stage >= stage)
@@ -427,7 +446,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     if amp and not half:
         raise ValueError(f"amp=True autocasts to a 16-bit dtype; dtype must be fp16 or bf16, got {dtype!r}")
     states = model_states(m, dtype, optimizer, master_weights, method, lora_rank, amp)
-    weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage, ep, m.routed_share if ep > 1 else 0.0)
+    weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage, ep, m.routed_share)
     host = 0.0
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
         element = 2 if half and not amp else 4  # bytes of each gradient on the GPU

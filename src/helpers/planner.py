@@ -130,25 +130,16 @@ def training_dtype(gpu: GPU, dtype: str | None = None) -> str:
 def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: str, *, flash_attention: bool = True,
                   sequence_parallel: bool = True, dropout: bool = False) -> np.ndarray:
     """Bytes per GPU of each layout in ``c`` (arrays of :func:`steptime.terms`'s layout arguments):
-    sharded model states (:func:`memory.shard`), activations of the first stage
-    (:func:`memory.layer_activation_bytes`, :func:`memory.first_stage_layers`; interleaving keeps
-    1 + (pp - 1)/(pp * vpp) times more, Korthikanti et al. 2022, Sec. 4.2.3) and of the layer a
-    recompute rebuilds (:func:`memory.activations`). Planned jobs run FlashAttention, sequence
+    sharded model states (:func:`memory.shard`) and the activations of the first stage and of the
+    layer a recompute rebuilds (:func:`memory.stage_activation_bytes`). Planned jobs run FlashAttention, sequence
     parallelism and no dropout, as modern pre-training recipes do."""
     states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
-    ep = c.get("ep", 1)
-    weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"], ep,
-                                                 np.where(np.asarray(ep) > 1, model.routed_share, 0.0))
-
-    def per_layer(recompute):
-        return memory.layer_activation_bytes(model, c["micro_batch"], seq_len, recompute, c["tp"],
-                                             memory.activation_value_bytes(dtype), flash_attention=flash_attention,
-                                             sequence_parallel=sequence_parallel, dropout=dropout)
-    kept = per_layer(c["recompute"])
-    interleave = np.where(c["vpp"] > 1, 1 + (c["pp"] - 1) / (c["pp"] * c["vpp"]), 1.0)
-    layers = c["pp"] * memory.first_stage_layers(model.n_layers, c["pp"])
-    acts = layers * kept * interleave + (per_layer(0) - kept) + \
-        memory.logit_activation_bytes(model, c["micro_batch"], seq_len, c["tp"])
+    weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"], c.get("ep", 1),
+                                                 model.routed_share)
+    acts = memory.stage_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"], c["pp"],
+                                         memory.activation_value_bytes(dtype), vpp=c["vpp"],
+                                         flash_attention=flash_attention, sequence_parallel=sequence_parallel,
+                                         dropout=dropout)
     return weights + gradients + optimizer + acts + memory.RUNTIME_OVERHEAD
 
 

@@ -91,12 +91,9 @@ def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
 
 
 def _run_model(row: pd.Series) -> models.Model:
-    """A measured run's model from its row's shapes, the output head (``head_size``: the vocabulary,
-    or a classifier's labels) as its vocabulary."""
-    return models.Model(name=row["model"], display_name=row["model"], n_params=float(row["n_params"]),
-                        n_active_params=float(row["n_params"]), n_layers=int(row["n_layers"]), d_model=int(row["d_model"]),
-                        n_heads=int(row["n_heads"]), n_kv_heads=int(row["n_kv_heads"]), d_ff=int(row["d_ff"]),
-                        vocab_size=int(row["head_size"]), context_len=int(row["seq_len"]))
+    """A measured run's model from its row's shapes (:func:`calibration.run_model`), the output head
+    (``head_size``: the vocabulary, or a classifier's labels) as its vocabulary."""
+    return calibration.run_model(row.drop("model").rename({"head_size": "vocab_size"}))
 
 
 def _memory_run(row: pd.Series) -> memory.MemoryBreakdown:
