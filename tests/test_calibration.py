@@ -135,17 +135,18 @@ def test_the_hosts_share_is_one_per_sequence_cost_for_both_models():
 def test_whole_runs_against_published_gpu_hours(runs):
     """GPU-hours of whole runs (the published layout where there is one, else the planner's; the goodput
     band) against the published ones: median |error| within 15 %, two in three inside their band and all
-    but BloombergGPT (too fast) and Falcon-7B and -180B (too slow: TII's own framework on AWS p4d) within
-    25 %, bands no wider than 2x; StarCoderBase, timed on its published Megatron-LM script, within 5 %;
+    but BloombergGPT (too fast) and Falcon-180B (too slow: TII's own framework on AWS p4d, 'up to' 4,096
+    GPUs) within 25 %, bands no wider than 2x; StarCoderBase, timed on its published Megatron-LM script,
+    within 10 %;
     BLOOM, timed on its published layout
     (arXiv:2211.05100), within 5 %; LLaMA 65B on the tensor-parallel degree of its released checkpoint
     (8 shards), within 20 %; a throughput-derived figure is predicted without downtime."""
     whole = runs[runs["end to end"]]
     assert whole["family"].nunique() >= 6 and whole["time error"].abs().median() <= 0.15
     assert whole["inside band"].mean() >= 2 / 3
-    assert set(whole[whole["time error"].abs() > 0.25]["id"]) <= {"M114", "M124", "M125"}
+    assert set(whole[whole["time error"].abs() > 0.25]["id"]) <= {"M114", "M125"}
     starcoder = whole[whole["id"] == "M121"].iloc[0]
-    assert starcoder["layout"].startswith("TP 4 x PP 4 x DP 32") and abs(starcoder["time error"]) <= 0.05
+    assert starcoder["layout"].startswith("TP 4 x PP 4 x DP 32") and abs(starcoder["time error"]) <= 0.10
     assert (whole["band high"] / whole["band low"]).max() <= 2
     bloom = whole[whole["run"] == "BLOOM 176B pre-training"].iloc[0]
     assert bloom["layout"].startswith("TP 4 x PP 12 x DP 8") and abs(bloom["time error"]) <= 0.05

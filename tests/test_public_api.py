@@ -36,13 +36,15 @@ UNCHECKED = {
                     "check_range", "check_result")},
     "units.renamed_keywords": "a decorator applied at import, to the package's own functions",
     "formats.lazy_constants": "builds a module __getattr__ at import, for the package's own modules",
+    "compute.banded_seconds": "bands the terms of the serving step model's own output (serving.decode_seconds, "
+                              "serving.batch_seconds), not a reader's input",
     "memory.check_split": "a checker: raising the ValueError is its whole job",
     "memory.check_ep": "a checker: raising the ValueError is its whole job",
     **{name: "an array fast path of the step models (numpy broadcasting over thousands of layouts); its callers "
              "check their arguments (steptime.step_time, planner.plans, memory.training)"
        for name in ("comm.allreduce_expected", "comm.alpha_beta", "memory.first_stage_layers", "serving.cache_read_seconds",
                     "memory.inference_workspace", "memory.layer_activation_bytes", "memory.logit_activation_bytes",
-                    "memory.shard", "planner.layout_memory", "serving.batch_seconds", "serving.batch_totals", "serving.experts_read",
+                    "memory.shard", "memory.stage_activation_bytes", "planner.layout_memory", "serving.batch_seconds", "serving.batch_totals", "serving.experts_read",
                     "serving.weight_share_read", "steptime.interleaved", "steptime.picked", "steptime.stacked",
                     "steptime.terms")},
 }

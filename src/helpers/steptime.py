@@ -537,8 +537,11 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     dense_params, expert_params = model.n_params * (1 - routed) / (tp * pp), model.n_params * routed / (tp * pp * ep)
     local_params = dense_params + expert_params
     gbytes = np.asarray(r["grad_bytes"] if grad_bytes is None else grad_bytes)
-    inside = np.maximum(1, servers // (tp * pp))  # data-parallel peers per server
-    dp_bw, dp_latency = _group_link(fabric, np.minimum(inside, dp), dp)
+    # Data-parallel peers per server: Megatron-LM and DeepSpeed number the ranks tp first, then dp,
+    # then pp, so a server's tensor-parallel groups are data-parallel peers of one stage (or, where dp
+    # is smaller, whole data-parallel groups of several stages).
+    inside = np.minimum(np.maximum(1, servers // tp), dp)
+    dp_bw, dp_latency = _group_link(fabric, inside, dp)
     ring = (dp - 1) / dp
     replicas = dp // ep  # of each expert
     if split_experts:
