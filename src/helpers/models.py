@@ -165,12 +165,15 @@ class Model:
         return tuple((i, o, n) for (i, o), n in counts.items())
 
     @property
+    def routed_expert_shapes(self) -> tuple[tuple[int, int], ...]:
+        """(d_in, d_out) of one routed expert's matrices (none for a dense model)."""
+        return tuple(self._mlp_shapes(self.expert_d_ff)) if self.is_moe else ()
+
+    @property
     def routed_share(self) -> float:
         """Share of the parameters in routed experts (from the shape; 0 for dense models): what
         expert parallelism shards."""
-        if not self.is_moe:
-            return 0.0
-        expert = sum(i * o for i, o in self._mlp_shapes(self.expert_d_ff))
+        expert = sum(i * o for i, o in self.routed_expert_shapes)
         return self.n_moe_layers * self.n_experts * expert / self.params_from_shape()
 
     @property

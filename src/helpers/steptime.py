@@ -7,7 +7,9 @@ stage); data parallelism (``dp``) replicates the rest and averages gradients, wi
 sharding (``zero_stage``). The terms, in seconds per step on the critical path:
 
 - **compute**: matrix products at a calibrated fraction of the dense peak, each no faster than
-  its own memory traffic (a per-GEMM roofline, Williams et al. 2009); causal FlashAttention
+  its own memory traffic (a per-GEMM roofline, Williams et al. 2009), a mixture of experts' routed
+  experts as grouped products that read the weights of every expert the GPU holds (n_experts / ep)
+  however few tokens each receives; causal FlashAttention
   (Dao 2023, arXiv:2307.08691: 2 matmuls forward, 5 backward, half of them skipped by the causal
   mask), at the speed of the run's kernel (:data:`ATTENTION_KERNELS`), or, for unfused attention,
   the full score matrix; element-wise kernels (norms,
@@ -365,9 +367,13 @@ def grad_bytes_default(dtype: str) -> int:
 
 @cache
 def _linear_shapes(model: Model) -> tuple[tuple[int, int, float], ...]:
-    """(d_in, d_out, count per layer) of the matrices one token passes through (active experts only),
-    averaged over the layers when they differ (dense-first or interleaved MoE layers)."""
-    return tuple((i, o, n / model.n_layers) for i, o, n in model.matrices(active=True))
+    """(d_in, d_out, count per layer) of the matrices every token passes through but the routed
+    experts (attention, dense MLPs, shared experts, router), averaged over the layers when they
+    differ (dense-first or interleaved MoE layers)."""
+    counts = {(i, o): n for i, o, n in model.matrices(active=True)}
+    for shape in model.routed_expert_shapes:
+        counts[shape] -= model.n_moe_layers * model.experts_per_token
+    return tuple((i, o, n / model.n_layers) for (i, o), n in counts.items() if n)
 
 
 def _collective(factor, steps, n_bytes, bandwidth, latency):
@@ -465,12 +471,18 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     tokens = b * s  # per micro-batch
 
     # Matrix products of one layer, forward: each no faster than its own traffic.
+    def product(rows, d_in, d_out, matrices=1):  # ``rows`` tokens through ``matrices`` copies of one shape
+        split_out = d_out / tp  # column- or row-parallel: either way each GPU holds 1/tp of the matrix
+        traffic = elem * (rows * d_in + matrices * d_in * split_out + rows * split_out)
+        return np.maximum(2 * rows * d_in * split_out / lin_rate, traffic / bw)
     gemm = 0.0
     for d_in, d_out, per_layer in _linear_shapes(model):
-        split_out = d_out / tp  # column- or row-parallel: either way each GPU holds 1/tp of the matrix
-        flops = 2 * tokens * d_in * split_out
-        traffic = elem * (tokens * d_in + d_in * split_out + tokens * split_out)
-        gemm = gemm + per_layer * np.maximum(flops / lin_rate, traffic / bw)
+        gemm = gemm + per_layer * product(tokens, d_in, d_out)
+    # Routed experts (grouped GEMMs): the GPU's tokens, top-k each, spread over the n_experts / ep
+    # experts it holds, whose weights it reads whole however few tokens each receives.
+    for d_in, d_out in model.routed_expert_shapes:
+        gemm = gemm + model.n_moe_layers / L * product(tokens * model.experts_per_token, d_in, d_out,
+                                                       model.n_experts / ep)
     # Score and weighting matmuls, forward, per layer: 2*b*s^2*d causal (4 unfused, the whole
     # matrix), in the share of the s^2/2 causal pairs that sliding windows leave.
     window = model.attention_pairs(0, s) / (L * s * s / 2)
