@@ -221,6 +221,28 @@ def test_deepspeed_gathers_the_weights_inside_its_step_on_four_efa_adapters_per_
     assert deepspeed.compute == megatron.compute and deepspeed.data_parallel_total == megatron.data_parallel_total
 
 
+def test_data_parallel_rings_follow_the_rank_order_tensor_then_data_then_pipeline():
+    """Megatron-LM and DeepSpeed number the ranks tp first, then dp, then pp. Falcon-7B's PP 2 x DP 192
+    on AWS p4d: each server holds 8 data-parallel peers of one stage, so the stage's gradient ring
+    crosses servers at all 4 x 100 Gb/s of EFA (not half, as if both stages shared each server):
+    fp32 gradients reduce-scattered and 16-bit weights gathered, each 191/192 of the stage's half of
+    the parameters. With PP 8 x DP 2 on HGX servers, each pair of replicas shares a server and its
+    ring runs over NVLink."""
+    falcon = replace(models.dense(6.92e9), n_layers=32, d_model=4544, n_heads=71, n_kv_heads=1, d_ff=18176,
+                     vocab_size=65024)
+    p4d, efa = steptime.server("AWS p4d.24xlarge"), comm.link("efa-100")
+    lay = Layout(pp=2, dp=192, micro_batch=2, global_batch=2304, seq_len=2048, zero_stage=1, recompute="none")
+    t = step(lay, model=falcon, network=p4d)
+    bw, hops = 4 * efa.bandwidth * efa.achieved_fraction, 191 * efa.hop_latency
+    stage = falcon.n_params / 2
+    ring = (comm.LAUNCH_LATENCY + hops + 191 / 192 * stage * 4 / bw) + (comm.LAUNCH_LATENCY + hops + 191 / 192 * stage * 2 / bw)
+    assert t.data_parallel_total == pytest.approx(ring, rel=1e-9)
+    pairs = step(Layout(pp=8, dp=2, global_batch=16, seq_len=2048, zero_stage=1), gpu=H100)
+    link = comm.link("nvlink4")
+    nvlink = 2 * (comm.LAUNCH_LATENCY + link.hop_latency) + 1 / 2 * GPT.n_params / 8 * 6 / (link.bandwidth * link.achieved_fraction)
+    assert pairs.data_parallel_total == pytest.approx(nvlink, rel=1e-9)
+
+
 def test_zero3_gathers_weights_twice_and_reduces_gradients_every_micro_batch():
     """FSDP full shard: all-gather the 16-bit weights forward and backward and reduce-scatter the gradients,
     for every micro-batch (Rajbhandari et al. 2019, Sec. 7: 1.5 x the volume of data parallelism), one
