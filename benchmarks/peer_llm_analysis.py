@@ -25,8 +25,9 @@ A job that llm-analysis refuses records the error as its status; the others go o
 Mapping a row to llm-analysis:
 
 * shape: n_layers, d_model and seq_len from the row; n_heads, key-value heads, d_ff, gated MLP and
-  vocab_size from the row if it has them, else from models.csv for a named model, else d_model/128,
-  MHA, 4*d_model, plain and 51200; experts from models.csv for a named model, else from the row
+  vocab_size from the row if it has them, else from the book's catalog for a named model
+  (``helpers.models.get``; a mixture of experts' experts' width as d_ff), else d_model/128, MHA,
+  4*d_model, plain and 51200; experts from the catalog for a named model, else from the row
   (experts, top-k, their width as its one MLP width; it has no shared experts), else 1; the
   row's expert parallelism as its ep_size.
 * layout: tp, pp, dp and global_batch (sequences) are required, else status "no layout"; an empty
@@ -51,6 +52,8 @@ import time
 from pathlib import Path
 
 import pandas as pd
+
+from helpers import models
 
 ROOT = Path(__file__).resolve().parent.parent
 DATA = ROOT / "src" / "helpers" / "data"
@@ -102,14 +105,16 @@ def peer_python(venv: Path) -> Path:
     return python
 
 
-def model_config(row, models: pd.DataFrame) -> dict:
-    named = models.loc[row.model] if row.model in models.index else None
+def model_config(row) -> dict:
+    named = models.get(row.model) if row.model in models.names() else None
 
     def pick(column, fallback):
-        """The row's value, else the named model's, else the fallback."""
+        """The row's value, else the named model's (its experts' width for a mixture of experts), else the fallback."""
         if getattr(row, column):
             return getattr(row, column)
-        return named[column] if named is not None else fallback
+        if named is None:
+            return fallback
+        return named.expert_d_ff if column == "d_ff" and named.is_moe else getattr(named, column)
 
     d_ff = pick("d_ff", 4 * row.d_model)
     config = {"name": row.id, "num_layers": int(row.n_layers), "hidden_dim": int(row.d_model),
@@ -125,7 +130,7 @@ def model_config(row, models: pd.DataFrame) -> dict:
     return config
 
 
-def job(row, models: pd.DataFrame) -> dict | str:
+def job(row) -> dict | str:
     """The llm-analysis inputs for one row, or why it has none."""
     if any(pd.isna(getattr(row, c)) for c in LAYOUT):
         return "no layout"
@@ -134,7 +139,7 @@ def job(row, models: pd.DataFrame) -> dict | str:
     if row.gpu not in GPUS:
         return f"no llm-analysis GPU config for {row.gpu}"
     return {
-        "model": model_config(row, models),
+        "model": model_config(row),
         "gpu": GPUS[row.gpu],
         "parallelism": {"tp_size": int(row.tp), "pp_size": int(row.pp), "dp_size": int(row.dp * (row.cp or 1)),
                         "ep_size": int(row.ep or 1)},
@@ -142,8 +147,13 @@ def job(row, models: pd.DataFrame) -> dict | str:
         "zero_stage": int(row.zero_stage or 0),
         "batch": {"seq_len": int(row.seq_len), "global_batch_size": int(row.global_batch),
                   "batch_size_per_gpu": int(row.micro_batch or 1),
-                  "mlp_gated_linear_units": (row.mlp or models.mlp.get(row.model)) == "swiglu"},
+                  "mlp_gated_linear_units": pick_mlp(row) == "swiglu"},
     }
+
+
+def pick_mlp(row) -> str:
+    """The row's MLP kind, else its named model's, else GELU."""
+    return row.mlp or (models.get(row.model).mlp if row.model in models.names() else "gelu")
 
 
 def run_peer(python: Path, jobs: list[dict]) -> list[dict]:
@@ -171,11 +181,10 @@ def main() -> None:
         if column not in runs:
             runs[column] = pd.NA
     runs[OPTIONAL] = runs[OPTIONAL].astype(object).where(runs[OPTIONAL].notna(), None)
-    models = pd.read_csv(DATA / "models.csv").set_index("name")
 
     rows, jobs = [], []  # jobs: (the output row it fills, llm-analysis inputs)
     for row in runs.itertuples(index=False):
-        inputs = job(row, models)
+        inputs = job(row)
         for setting, efficiency in SETTINGS.items():
             rows.append({"id": row.id, "setting": setting, "predicted_step_seconds": None,
                          "predicted_tflops_per_gpu": None, "status": inputs if isinstance(inputs, str) else None})
