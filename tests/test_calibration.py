@@ -28,16 +28,13 @@ def test_test_families_are_not_calibration_families():
     splits = table.groupby("family")["split"].unique()
     assert all(len(s) == 1 for s in splits), "a family is split across calibration and test"
     rows = calibration.runs()
-    assert {"narayanan-2021", "korthikanti-2022", "llama-3", "megascale", "bloom", "opt"} <= \
-        set(rows[rows["split"] == "test"]["family"])
+    assert set(validation.REFERENCE_FAMILIES) <= set(rows[rows["split"] == "test"]["family"])
     assert set(rows[rows["split"] == "calibration"]["family"]).isdisjoint(rows[rows["split"] == "test"]["family"])
 
 
 #: The one test family the step model misses by far: gpt-oss-120b in Megatron-Bridge 26.04.01 on H100 and four
 #: Blackwell systems, 27-46 % faster in the model than published (the validation appendix says what it lacks).
 MISSED = "megatron-bridge"
-#: The test families issue 13 names for its 5 % target.
-NAMED = ["narayanan-2021", "korthikanti-2022", "llama-3", "megascale", "bloom", "opt"]
 
 
 def test_out_of_sample_steady_state_error(runs):
@@ -48,7 +45,7 @@ def test_out_of_sample_steady_state_error(runs):
     test = runs[(runs["split"] == "test") & ~runs["end to end"]]
     assert len(test) >= 45
     assert test["time error"].abs().median() <= 0.07
-    named = test[test["family"].isin(NAMED)]
+    named = test[test["family"].isin(validation.REFERENCE_FAMILIES)]
     assert len(named) >= 45 and named["time error"].abs().median() <= 0.05
     megatron = test[test["id"].isin(calibration.runs().query("family in ['narayanan-2021', 'korthikanti-2022']")["id"])]
     assert len(megatron) >= 20 and megatron["time error"].abs().median() <= 0.05

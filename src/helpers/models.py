@@ -173,6 +173,8 @@ class Model:
     def routed_share(self) -> float:
         """Share of the parameters in routed experts (from the shape; 0 for dense models): what
         expert parallelism shards."""
+        if not self.is_moe:
+            return 0.0
         expert = sum(i * o for i, o in self.routed_expert_shapes)
         return self.n_moe_layers * self.n_experts * expert / self.params_from_shape()
 

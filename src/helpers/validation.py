@@ -23,6 +23,12 @@ from . import _data, calibration, comm, compute, gpus, memory, models, planner, 
 from .units import GB, GiB, HOUR
 
 
+#: The test families the step model set out to match, with their published layouts: Megatron-LM 2021
+#: (Narayanan et al.), Korthikanti et al. 2022, Llama 3 405B, MegaScale, BLOOM and OPT-175B (its target:
+#: 5 % median error on their steady-state throughput).
+REFERENCE_FAMILIES = ("narayanan-2021", "korthikanti-2022", "llama-3", "megascale", "bloom", "opt")
+
+
 def training_runs() -> pd.DataFrame:
     """Every published training run set against the default estimate.
 
