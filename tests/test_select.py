@@ -23,6 +23,18 @@ def test_pretraining_70b_ranks_datacenter_gpus_first_and_explains_consumer_cards
     assert len(pretrain_70b) == len(gpus.names())
 
 
+def test_a_training_option_on_an_architecture_without_calibration_runs_says_so(pretrain_70b):
+    """The step model's efficiencies are fitted on Ampere and Hopper runs only: an option on any other
+    architecture (the MI355X, the B200, the L40S) carries that caveat in its reason; an H100's does not."""
+    rows = pretrain_70b.set_index("gpu")
+    assert {a for a in (gpus.get(g).architecture for g in rows.index)
+            if select.steptime.default_calibration().covers(a)} == {"Ampere", "Hopper"}
+    for gpu in ("MI355X-288GB", "B200-HGX-192GB", "L40S-48GB"):
+        if rows.loc[gpu, "binding"] in ("compute", "interconnect"):
+            assert rows.loc[gpu, "reason"].endswith(f"no {gpus.get(gpu).architecture} run calibrates the step model")
+    assert "calibrates" not in rows.loc["H100-SXM5-80GB", "reason"]
+
+
 def test_pretraining_70b_runs_on_nvlink_servers_and_no_pcie_cluster_claims_high_efficiency(pretrain_70b):
     """The issue's acceptance: the recommended plans are 8-GPU NVLink servers, with their layout stated,
     and no PCIe-only cluster of hundreds of GPUs claims 90 % scaling efficiency."""

@@ -19,7 +19,7 @@ from math import nan
 
 import pandas as pd
 
-from . import compare, compute, cost, gpus, memory, planner, serving, traffic
+from . import compare, compute, cost, gpus, memory, planner, serving, steptime, traffic
 from .estimate import Estimate
 from .memory import as_model
 from .models import Model
@@ -55,7 +55,8 @@ class Option:
     within the targets (``per_replica``) and, where no plan serves, one replica's ``unloaded_step``
     (seconds). ``memory_per_gpu`` in bytes;
     ``cost_usd`` the run's on demand, or per million tokens served. ``binding`` and ``reason``: the
-    constraint that decides and why; ``ok``: whether the option meets every constraint."""
+    constraint that decides and why; ``ok``: whether the option meets every constraint; ``calibrated``:
+    whether published runs on the GPU's architecture took part in the training step model's fit."""
 
     gpu: str
     n_gpus: int
@@ -77,6 +78,7 @@ class Option:
     binding: str = ""
     reason: str = ""
     ok: bool = False
+    calibrated: bool = True
 
     @property
     def days(self) -> float:
@@ -128,7 +130,7 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], plans: list, 
     method = task if task in ("lora", "qlora") else "full"
     adapter = None if method == "full" else memory.training(m, dtype=planner.training_dtype(g), method=method,
                                                              recompute="full", seq_len=seq_len)
-    options = []
+    options, calibrated = [], steptime.default_calibration().covers(g.architecture)
     for n, plan in zip(counts, plans):
         if plan is None:  # the model's batch cannot keep this many GPUs busy
             continue
@@ -141,7 +143,7 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], plans: list, 
         days = time.expected / DAY
         options.append(Option(gpu=g.name, n_gpus=n, settings=settings, fits=fits, memory_per_gpu=need, time=time,
                               scaling_efficiency=plan.scaling_efficiency, limit=plan.binding,
-                              cost_usd=days * 24 * n * rate if rate else nan))
+                              cost_usd=days * 24 * n * rate if rate else nan, calibrated=calibrated))
     return options
 
 
@@ -221,11 +223,12 @@ def _training_verdict(o: Option, deadline_days: float | None, budget_usd: float 
     if budget_usd and not o.cost_usd <= budget_usd:
         return "budget", (f"${o.cost_usd:,.0f} on demand, over the ${budget_usd:,.0f} budget"
                           if _priced(o) else _UNPRICED)
+    caveat = "" if o.calibrated else f"; no {gpus.get(o.gpu).architecture} run calibrates the step model"
     if o.scaling_efficiency < INTERCONNECT_FLOOR:
         return "interconnect", (f"{o.days:,.1f} days, but only {o.scaling_efficiency:.0%} scaling efficiency "
-                                f"({o.limit} sets the pace)")
+                                f"({o.limit} sets the pace){caveat}")
     return "compute", f"{o.days:,.1f} days on {o.n_gpus} GPU{'s' * (o.n_gpus > 1)}" + (
-        f", ${o.cost_usd:,.0f} on demand" if _priced(o) else ", no dated price")
+        f", ${o.cost_usd:,.0f} on demand" if _priced(o) else ", no dated price") + caveat
 
 
 def _serving_verdict(o: Option, latency_ms: float | None, budget_usd: float | None) -> tuple[str, str]:

@@ -284,6 +284,10 @@ class Calibration:
                 return table[key]
         return self.default_efficiency
 
+    def covers(self, architecture: str) -> bool:
+        """Whether runs on ``architecture`` took part in the fit (else it gets the defaults)."""
+        return any(key.split("/")[0] == architecture for key, _ in self.gemm_efficiency)
+
     def attention(self, architecture: str) -> float:
         """Attention kernels' efficiency relative to GEMMs on ``architecture``: the fitted value, else
         :attr:`default_attention` (mean of the fitted ones)."""
