@@ -440,3 +440,19 @@ def test_a_layout_describes_itself_and_names_recompute_only_when_used():
     deep = steptime.Layout(tp=2, pp=2, dp=4, micro_batch=1, global_batch=8, seq_len=2048, zero_stage=1,
                            recompute="full", vpp=2)
     assert deep.describe() == "TP 2 x PP 2 (interleaved 2) x DP 4, micro-batch 1, ZeRO-1, full recompute"
+
+
+@pytest.mark.parametrize("model", ["llama-2-70b", "qwen3-30b-a3b"])
+def test_terms_per_distinct_combination_equal_terms_row_by_row(model, monkeypatch):
+    """The sweep's shortcut (:func:`steptime._per_distinct`: a micro-batch's work and the data-parallel
+    collectives once per distinct GPU, tp, micro-batch, ep ... of a catalog's layouts) changes no number:
+    every plan of the catalog is the same with it and without it, to the last bit."""
+    jobs = [(g, planner.COUNTS) for g in ("H100-SXM5-80GB", "A100-SXM4-40GB", "L40S-48GB", "MI300X-192GB")]
+
+    def sweep(min_rows):
+        monkeypatch.setattr(steptime, "DISTINCT_MIN_ROWS", min_rows)
+        planner._catalog.cache_clear()
+        return planner.catalog(model, jobs, tokens=1e12)
+    shortcut, direct = sweep(1), sweep(10**9)
+    assert any(p is not None for plans in direct for p in plans)
+    assert shortcut == direct

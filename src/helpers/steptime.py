@@ -48,9 +48,10 @@ Everything is computed with numpy so that the planner can evaluate thousands of 
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field, fields
-from functools import cache, cached_property, lru_cache
+from functools import cache, cached_property, lru_cache, partial
 
 import numpy as np
+import pandas as pd
 
 from . import _data, comm, formats, gpus, memory
 from .flops import flops_per_token
@@ -90,6 +91,10 @@ ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 0.5, "triton": 1 / 1.4}
 FLASH1_ARCHITECTURES = ("Volta", "Turing")
 #: PyTorch DDP's and Megatron's gradient bucket (``bucket_cap_mb=25``; Li et al. 2020, arXiv:2006.15704).
 BUCKET_BYTES = 25 * 2**20
+#: Fewest layouts :func:`terms` computes per distinct combination of their values (:func:`_per_distinct`):
+#: below some thousand rows numpy's fixed cost per operation dominates, and finding the
+#: combinations would cost more than it saves.
+DISTINCT_MIN_ROWS = 1024
 
 
 @dataclass(frozen=True)
@@ -430,11 +435,12 @@ def rates(gpu: GPU, dtype: str, attention_kernel: str, network: Network, calibra
 
 
 def stacked(each: list[dict], sizes: list[int]) -> dict:
-    """The :func:`rates` of several GPUs as arrays, ``sizes[i]`` copies of GPU ``i``'s values in a row."""
+    """The :func:`rates` of several GPUs as arrays, ``sizes[i]`` copies of GPU ``i``'s values in a
+    row, and the index ``i`` of each row's GPU (``gpu``)."""
     def column(values):
         return np.repeat(np.array(values), sizes)
     return {k: tuple(column([r[k][i] for r in each]) for i in range(len(each[0][k]))) if k == "fabric"
-            else column([r[k] for r in each]) for k in each[0]}
+            else column([r[k] for r in each]) for k in each[0]} | {"gpu": column(range(len(each)))}
 
 
 def _all_to_all(n_bytes, ep, inside, fabric):
@@ -452,24 +458,38 @@ def _all_to_all(n_bytes, ep, inside, fabric):
     return comm.LAUNCH_LATENCY + latency + np.maximum(near, far)
 
 
-def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
-          vpp=1, ep=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
-          tp_overlap=False, gather_overlap=True, grad_bytes=None, attention_kernel: str = "flash2",
-          network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
-    """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
+def _per_distinct(f, r: dict, **columns) -> dict:
+    """``f(r, **columns)`` computed once per distinct combination of the GPU (the ``gpu`` index of
+    :func:`stacked` rates) and the integer ``columns``, and spread back to every row: the same
+    numbers as computing it row by row, for a fraction of the work where many rows share them (a
+    catalog's 51,000 layouts of a mixture of experts share some 1,500 micro-batch shapes). Columns
+    that are numbers are the same for every row. Below :data:`DISTINCT_MIN_ROWS` rows, or with float
+    columns, ``f`` runs on the rows as they are."""
+    keys = [v for v in (r.get("gpu"), *columns.values()) if np.ndim(v)]
+    if not keys or len({v.shape for v in keys}) > 1 or keys[0].shape[0] < DISTINCT_MIN_ROWS or \
+            any(v.dtype.kind not in "biu" or v.min() < 0 for v in keys):
+        return f(r, **columns)
+    key, radix = np.zeros(len(keys[0]), dtype=np.int64), 1
+    for v in keys:  # mixed radix: one integer per combination
+        radix *= int(v.max()) + 1
+        if radix > 2**62:
+            return f(r, **columns)
+        key = key * (int(v.max()) + 1) + v
+    inverse, distinct = pd.factorize(key)  # a hash table: a tenth of np.unique's sort
+    first = np.empty(len(distinct), dtype=np.intp)
+    first[inverse] = np.arange(len(key))  # a row of each combination (any: they are equal)
 
-    ``recompute`` is an array of indices into :data:`memory.RECOMPUTE` (0 none, 1 selective,
-    2 full); ``network`` defaults to a :class:`Network` of HGX servers. ``gpu`` may also be its
-    :func:`rates` (or several GPUs' :func:`stacked` rates, one per layout; ``dtype``,
-    ``attention_kernel`` and ``network`` are then read from them). The arguments are not checked:
-    use :func:`step_time` for one checked layout.
-    """
-    r = gpu if isinstance(gpu, dict) else rates(gpu, dtype, attention_kernel, Network() if network is None else network,
-                                                 calibration)
-    tp, pp, dp, b, gb, s, zero, rc, v, ep = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
-                                                                     zero_stage, recompute, vpp, ep))
-    sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
-        sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
+    def take(v):
+        return v[first] if np.ndim(v) else v
+    out = f({k: tuple(map(take, v)) if k == "fabric" else take(v) for k, v in r.items()},
+            **{k: take(v) for k, v in columns.items()})
+    return {k: v[inverse] if np.ndim(v) else v for k, v in out.items()}
+
+
+def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, ep, sp, flash, drop, pair) -> dict:
+    """One micro-batch's work on one GPU, per layer (forward, training, selective recompute's extra),
+    and of the output head, with its tensor-parallel collective, pipeline send and expert all-to-all
+    (see :func:`terms`); ``pair`` is how many of two neighbouring stages share a server."""
     d, L, V, a = model.d_model, model.n_layers, model.vocab_size, model.n_heads
     bw, lin_rate, attn_rate, elem, servers = r["bw"], r["lin_rate"], r["attn_rate"], r["elem"], r["gpus_per_server"]
     tokens = b * s  # per micro-batch
@@ -503,52 +523,38 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     elementwise = (calibration.elementwise_passes * stored + scores) / bw  # forward
     if np.any(r["fp8"]):  # each GEMM input is cast to fp8: read 2 bytes, write 1 (qkv, proj, fc1 and fc2 inputs)
         elementwise = elementwise + np.where(r["fp8"], FP8_CAST_BYTES * tokens * (3 * d + model.d_ff) / tp / bw, 0.0)
-    layer_fwd = gemm + attn_fwd + elementwise
-    layer_train = 3 * gemm + attn_fwd + attn_bwd + 3 * elementwise
-    layer_recompute = np.where(rc == 2, layer_fwd, np.where((rc == 1) & ~flash,
-                                                             attn_fwd + scores / bw, 0.0))
     # Logits on the last stage: the output projection, and the loss streaming the fp32 logits (Korthikanti Eq. 6).
     head = 3 * (np.maximum(2 * tokens * d * V / tp / lin_rate, elem * d * V / tp / bw) +
                 calibration.elementwise_passes * memory.logit_activation_bytes(model, b, s, tp) / bw)
-    layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
 
-    # Tensor parallel: 4 collectives per layer and micro-batch (6 with full recompute), exposed.
     fabric = r["fabric"]
     tp_bw, tp_latency = _group_link(fabric, np.minimum(tp, servers), tp)
     activation_bytes = tokens * d * 2
-    per_collective = _collective(2 * (tp - 1) / tp, 2 * (tp - 1), activation_bytes, tp_bw, tp_latency)
-    tp_comm = layers * np.where(rc == 2, 6, 4) * per_collective
-    tp_mb = np.where(tp_ovl, np.maximum(tp_comm - calibration.overlap_efficiency * layers * 3 * gemm, 0.0), tp_comm)
-
-    # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
-    # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
-    # Each tensor-parallel rank sends its 1/tp share; without sequence parallelism the receiving
-    # ranks all-gather the shares over their own link (scatter/gather).
-    p2p_bw, p2p_latency = _group_link(fabric, np.where(tp * dp < servers, 2, 1), 2)
+    # Pipeline: each tensor-parallel rank sends its 1/tp share to the next stage; without sequence
+    # parallelism the receiving ranks all-gather the shares over their own link (scatter/gather).
+    p2p_bw, p2p_latency = _group_link(fabric, pair, 2)
     send = comm.alpha_beta(1, p2p_latency, activation_bytes / tp, p2p_bw) + \
         np.where(sp, 0.0, _collective((tp - 1) / tp, tp - 1, activation_bytes, tp_bw, tp_latency))
-    p2p_mb = np.where(pp > 1, 2 * v * send, 0.0)
-
-    # Expert parallelism: each MoE layer sends every token of the GPU's share to its top-k experts'
-    # GPUs and back (dispatch and combine), forward and backward (and forward again under full
-    # recompute), exposed; Megatron-Core's rank order puts the expert-parallel group on consecutive
-    # data-parallel ranks, tp apart.
-    split_experts = bool(np.any(ep > 1))  # else (every dense model) none of the expert terms is computed
-    a2a_mb = 0.0
-    if split_experts:
+    # Expert parallelism: every token of the GPU's share to its top-k experts' GPUs (or back).
+    a2a = 0.0
+    if np.any(ep > 1):  # else (every dense model) none of the expert terms is computed
         dispatch = tokens / tp * model.experts_per_token * d * 2 * (ep - 1) / ep
-        a2a_mb = np.where(ep > 1, layers * model.n_moe_layers / L * np.where(rc == 2, 6, 4) *
-                          _all_to_all(dispatch, ep, np.clip(servers // tp, 1, ep), fabric), 0.0)
+        a2a = np.where(ep > 1, _all_to_all(dispatch, ep, np.clip(servers // tp, 1, ep), fabric), 0.0)
+    return {"gemm": gemm, "layer_fwd": gemm + attn_fwd + elementwise,
+            "layer_train": 3 * gemm + attn_fwd + attn_bwd + 3 * elementwise,
+            "selective": np.where(flash, 0.0, attn_fwd + scores / bw), "head": head,
+            "tp_collective": _collective(2 * (tp - 1) / tp, 2 * (tp - 1), activation_bytes, tp_bw, tp_latency),
+            "send": send, "all_to_all": a2a}
 
-    compute_mb = layers * layer_train + head
-    recompute_mb = layers * layer_recompute
-    stage_mb = compute_mb + recompute_mb + tp_mb + p2p_mb + a2a_mb
-    m = gb // (dp * b)
-    bubble = (pp - 1) / v * stage_mb
 
-    # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard, the routed experts'
-    # split over ep too; each expert's replicas reduce over their own dp / ep GPUs, ep apart among the
-    # data-parallel ranks, so that fewer of them share a server.
+def _data_parallel(model: Model, r: dict, *, tp, pp, dp, ep, grad_bytes) -> dict:
+    """A step's data-parallel collectives in full (see :func:`terms`): the gradient all-reduce, the
+    gradient reduce-scatter and weight all-gather of the distributed optimizer, ZeRO-3's per-layer
+    gathers and scatters of one micro-batch, and the local parameters they move."""
+    servers, fabric = r["gpus_per_server"], r["fabric"]
+    layers = np.ceil(model.n_layers / pp)
+    # The local shard, the routed experts' split over ep too; each expert's replicas reduce over
+    # their own dp / ep GPUs, ep apart among the data-parallel ranks, so that fewer of them share a server.
     routed = np.where(ep > 1, model.routed_share, 0.0)
     dense_params, expert_params = model.n_params * (1 - routed) / (tp * pp), model.n_params * routed / (tp * pp * ep)
     local_params = dense_params + expert_params
@@ -560,6 +566,7 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     dp_bw, dp_latency = _group_link(fabric, inside, dp)
     ring = (dp - 1) / dp
     replicas = dp // ep  # of each expert
+    split_experts = bool(np.any(ep > 1))
     if split_experts:
         expert_bw, expert_latency = _group_link(fabric, np.minimum(np.maximum(1, inside // ep), replicas), replicas)
 
@@ -567,34 +574,86 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
         dense = _collective(factor * ring, factor * (dp - 1), dense_bytes, dp_bw, dp_latency)
         return dense + np.where(ep > 1, _collective(factor * (replicas - 1) / replicas, factor * (replicas - 1),
                                                     expert_bytes, expert_bw, expert_latency), 0.0) if split_experts else dense
+    # ZeRO-3 / FSDP: all-gather the weights forward and backward, reduce-scatter the gradients, per
+    # layer (one FSDP unit per block), each paying its own ring latency.
+    unit = local_params / layers
+    return {"local_params": local_params, "grad_bytes": gbytes,
+            "all_reduce": reduced(2, dense_params * gbytes, expert_params * gbytes),
+            "scatter": reduced(1, dense_params * gbytes, expert_params * gbytes),
+            "gather": reduced(1, dense_params * 2, expert_params * 2),
+            "sharded": layers * (_collective(ring, dp - 1, unit * 2, dp_bw, dp_latency) * 2 +
+                                 _collective(ring, dp - 1, unit * gbytes, dp_bw, dp_latency))}
+
+
+def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
+          vpp=1, ep=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
+          tp_overlap=False, gather_overlap=True, grad_bytes=None, attention_kernel: str = "flash2",
+          network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
+    """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
+
+    ``recompute`` is an array of indices into :data:`memory.RECOMPUTE` (0 none, 1 selective,
+    2 full); ``network`` defaults to a :class:`Network` of HGX servers. ``gpu`` may also be its
+    :func:`rates` (or several GPUs' :func:`stacked` rates, one per layout; ``dtype``,
+    ``attention_kernel`` and ``network`` are then read from them). The arguments are not checked:
+    use :func:`step_time` for one checked layout. What depends on a few of the layout's values (a
+    micro-batch's work, the data-parallel collectives) is computed once per distinct combination
+    of them (:func:`_per_distinct`).
+    """
+    r = gpu if isinstance(gpu, dict) else rates(gpu, dtype, attention_kernel, Network() if network is None else network,
+                                                 calibration)
+    tp, pp, dp, b, gb, s, zero, rc, v, ep = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
+                                                                     zero_stage, recompute, vpp, ep))
+    sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
+        sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
+    L, servers = model.n_layers, r["gpus_per_server"]
+    # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
+    mb = _per_distinct(partial(_micro_batch, model, calibration), r, tp=tp, b=b, s=s, ep=ep, sp=sp, flash=flash,
+                       drop=drop, pair=np.where(tp * dp < servers, 2, 1))
+    layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
+    layer_recompute = np.where(rc == 2, mb["layer_fwd"], np.where(rc == 1, mb["selective"], 0.0))
+
+    # Tensor parallel: 4 collectives per layer and micro-batch (6 with full recompute), exposed.
+    tp_comm = layers * np.where(rc == 2, 6, 4) * mb["tp_collective"]
+    tp_mb = np.where(tp_ovl, np.maximum(tp_comm - calibration.overlap_efficiency * layers * 3 * mb["gemm"], 0.0), tp_comm)
+    # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
+    p2p_mb = np.where(pp > 1, 2 * v * mb["send"], 0.0)
+    # Expert parallelism: each MoE layer sends every token of the GPU's share to its top-k experts'
+    # GPUs and back (dispatch and combine), forward and backward (and forward again under full
+    # recompute), exposed; Megatron-Core's rank order puts the expert-parallel group on consecutive
+    # data-parallel ranks, tp apart.
+    a2a_mb = layers * model.n_moe_layers / L * np.where(rc == 2, 6, 4) * mb["all_to_all"] if np.any(ep > 1) else 0.0
+
+    compute_mb = layers * mb["layer_train"] + mb["head"]
+    recompute_mb = layers * layer_recompute
+    stage_mb = compute_mb + recompute_mb + tp_mb + p2p_mb + a2a_mb
+    m = gb // (dp * b)
+    bubble = (pp - 1) / v * stage_mb
+
+    # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard.
+    c = _per_distinct(partial(_data_parallel, model), r, tp=tp, pp=pp, dp=dp, ep=ep, grad_bytes=grad_bytes)
+    local_params = c["local_params"]
     window = np.where(ovl, calibration.overlap_efficiency, 0.0) * compute_mb  # one micro-batch, forward and backward
 
     def exposed(seconds, n_bytes, share):  # what ``share`` of the window cannot hide, at least the last bucket
         return np.maximum(seconds - share * window, seconds * np.minimum(1.0, BUCKET_BYTES / n_bytes))
 
-    grads = local_params * gbytes
+    grads = local_params * c["grad_bytes"]
     # ZeRO-0: all-reduce the gradients behind the last micro-batch's backward. ZeRO-1/2 (distributed
     # optimizer): reduce-scatter them there, and all-gather the 16-bit weights behind the next forward
     # (or, where the framework gathers inside the optimizer step, before it: exposed).
-    all_reduce = reduced(2, dense_params * gbytes, expert_params * gbytes)
-    scatter = reduced(1, dense_params * gbytes, expert_params * gbytes)
-    gather = reduced(1, dense_params * 2, expert_params * 2)
-    exposed_sync = np.where(zero == 0, exposed(all_reduce, grads, 2 / 3),
-                            exposed(scatter, grads, 2 / 3) +
-                            np.where(gather_ovl, exposed(gather, local_params * 2, 1 / 3), gather))
-    gradient_sync = np.where(zero == 0, all_reduce, scatter + gather)
-    # ZeRO-3 / FSDP: all-gather the weights forward and backward, reduce-scatter the gradients, per
-    # micro-batch and layer (one FSDP unit per block), each paying its own ring latency.
-    unit = local_params / layers
-    sharded = layers * (_collective(ring, dp - 1, unit * 2, dp_bw, dp_latency) * 2 +
-                        _collective(ring, dp - 1, unit * gbytes, dp_bw, dp_latency))
+    exposed_sync = np.where(zero == 0, exposed(c["all_reduce"], grads, 2 / 3),
+                            exposed(c["scatter"], grads, 2 / 3) +
+                            np.where(gather_ovl, exposed(c["gather"], local_params * 2, 1 / 3), c["gather"]))
+    gradient_sync = np.where(zero == 0, c["all_reduce"], c["scatter"] + c["gather"])
+    # ZeRO-3 / FSDP: per micro-batch, all but the last layer's share hidden behind its compute.
+    sharded = c["sharded"]
     exposed_sharded = m * np.maximum(sharded - window, sharded / L)
     dp_total = np.where(zero == 3, m * sharded, gradient_sync)
     dp_exposed = np.where(dp > 1, np.where(zero == 3, exposed_sharded, exposed_sync), 0.0)
 
     # ZeRO-1/2 shard the dense part over dp and each expert over its dp / ep replicas: 1/dp of the model either way
     optimizer_params = np.where(zero >= 1, model.n_params / (tp * pp) / dp, local_params)
-    optimizer = OPTIMIZER_BYTES_PER_PARAM * optimizer_params / (bw * STREAM_FRACTION)
+    optimizer = OPTIMIZER_BYTES_PER_PARAM * optimizer_params / (r["bw"] * STREAM_FRACTION)
     return {"compute": m * compute_mb, "recompute": m * recompute_mb, "tensor_parallel": m * tp_mb,
             "pipeline_bubble": bubble, "pipeline_p2p": m * p2p_mb, "data_parallel": dp_exposed,
             "optimizer": optimizer, "expert_parallel": m * a2a_mb, "data_parallel_total": dp_total}
