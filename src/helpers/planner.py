@@ -279,28 +279,37 @@ def _catalog(model: Model, jobs: tuple[tuple[GPU, tuple[int, ...], str, Network]
         jobs_live, (blocks, owners, needs, fitted, kept, timed, at) = [j for j, _ in live], zip(*(f for _, f in live))
         r = steptime.stacked([steptime.rates(g, dtype, steptime.attention_kernel_for(g), network, calibration)
                               for g, _, dtype, network in jobs_live], [len(i) for i in timed])
-        every = steptime.terms(model, r, **{k: np.concatenate([b[k][i] for b, i in zip(blocks, timed)]) for k in blocks[0]},
-                               seq_len=seq_len, calibration=calibration)
-        c = {k: np.concatenate([b[k][i] for b, i in zip(blocks, kept)]) for k in blocks[0]}
+        ct = {k: np.concatenate([b[k][i] for b, i in zip(blocks, timed)]) for k in blocks[0]}
+        every = steptime.terms(model, r, **ct, seq_len=seq_len, calibration=calibration)
+        # The kept layouts are timed ones at vpp 1 and their interleaved variants: each timed layout's
+        # time per sequence at each vpp (batches differ between layouts), where that variant was kept.
         starts = np.cumsum([0] + [len(i) for i in timed])
-        t = steptime.interleaved({k: v[np.concatenate([a + s for a, s in zip(at, starts)])] for k, v in every.items()},
-                                 c["vpp"], c["pp"], c["global_batch"] // (c["dp"] * c["micro_batch"]))
-        per_sequence = sum(t[k] for k in StepTime.TERMS) / c["global_batch"]  # batches differ between layouts
+        sibling = np.concatenate([a + s for a, s in zip(at, starts)])
+        vpp = np.concatenate([b["vpp"][i] for b, i in zip(blocks, kept)])
+        variant = np.full((len(VPP_DEGREES), len(ct["vpp"])), -1)
+        variant[np.searchsorted(VPP_DEGREES, vpp), sibling] = np.arange(len(vpp))
+        m = ct["global_batch"] // (ct["dp"] * ct["micro_batch"])
+        per_sequence = np.array([sum(t[k] for k in StepTime.TERMS) / ct["global_batch"] for t in
+                                 (steptime.interleaved(every, v, ct["pp"], m) for v in VPP_DEGREES)])
+        fastest = np.argmin(np.where(variant >= 0, per_sequence, np.inf), axis=0)
         # each job's counts are groups of their own, numbered on from the previous job's
         first = np.cumsum([0] + [len(job[1]) for job in jobs_live])
-        owner = np.concatenate([o[i] + f for o, i, f in zip(owners, kept, first)])
+        owner = np.concatenate([o[i] + f for o, i, f in zip(owners, timed, first)])
+        best = _first_of_each(owner, per_sequence[fastest, np.arange(len(fastest))])
+        chosen = variant[fastest[best], best]  # the kept layouts
         need, fits = np.concatenate([n[i] for n, i in zip(needs, kept)]), np.concatenate([f[i] for f, i in zip(fitted, kept)])
-        best = _first_of_each(owner, per_sequence)
-        job_of = np.searchsorted(np.cumsum([len(i) for i in kept]), best, side="right")
+        c = {k: v[best] for k, v in ct.items()} | {"vpp": vpp[chosen]}
+        t = steptime.interleaved({k: v[best] for k, v in every.items()}, c["vpp"], c["pp"], m[best])
+        job_of = np.searchsorted(starts[1:], best, side="right")
         for n, (g, counts, dtype, network) in enumerate(jobs_live):
-            mine = best[job_of == n]
+            mine = np.flatnonzero(job_of == n)
             picked = steptime.picked(model, g, c, t, mine, seq_len=seq_len, dtype=dtype,
                                      attention_kernel=steptime.attention_kernel_for(g))
             plans = [None] * len(counts)
             for j, (layout, step) in zip(mine, picked):
-                count = owner[j] - first[n]
+                count = owner[best[j]] - first[n]
                 plans[count] = Plan(gpu=g.name, n_gpus=counts[count], layout=layout, step=step,
-                                    memory_per_gpu=float(need[j]), fits=bool(fits[j]))
+                                    memory_per_gpu=float(need[chosen[j]]), fits=bool(fits[chosen[j]]))
             out[g, counts, dtype, network] = tuple(plans)
     return tuple(out.get(job, (None,) * len(job[1])) for job in jobs)
 
