@@ -267,3 +267,14 @@ def test_pythia_reduces_its_gradients_after_the_backward_pass():
         plan = validation._whole_run_plan(rows.loc[i], steptime.default_calibration())
         assert not plan.layout.overlap and not plan.layout.gather_overlap
         assert plan.step.data_parallel == pytest.approx(plan.step.data_parallel_total, rel=1e-12)
+
+
+
+def test_same_layout_ratio_divides_the_published_throughputs_of_matching_runs():
+    """GB300 over GB200 on NVIDIA's dense FP8 runs: Llama 3 8B (37,556 and 31,508 tokens/s per GPU, 25.11) and
+    70B (5,248 and 4,224, 26.04.01) share their layouts; the 405B runs do not (PP 8 against 16), so they pair
+    with nothing."""
+    ratio = validation.same_layout_ratio("megatron-bridge-llama", "GB300-NVL72", "GB200-NVL72")
+    assert ratio.to_dict() == pytest.approx({"llama-3-8b": 37556 / 31508, "llama-3-70b": 5248 / 4224})
+    with pytest.raises(ValueError, match="B300-HGX-288GB"):
+        validation.same_layout_ratio("megatron-bridge-llama", "B300-HGX-288GB", "B200-HGX-192GB")

@@ -74,6 +74,19 @@ def training_runs() -> pd.DataFrame:
     return pd.DataFrame(out)
 
 
+def same_layout_ratio(family: str, gpu: str, other: str) -> pd.Series:
+    """Published steady throughput per GPU on ``gpu`` over that on ``other``, for the runs of
+    ``family`` that train the same model with the same layout and dtype on both (one value per
+    such pair, by model): what a GPU gains where its datasheet rates and the step model see none."""
+    table = _data.table("training_runs").query("family == @family and tp.notna()")
+    key = ["model", "dtype", "tp", "pp", "vpp", "dp", "micro_batch", "global_batch", "zero_stage"]
+    published = pd.Series([calibration.published_throughput(r) for _, r in table.iterrows()], index=table.index)
+    by_gpu = table[key + ["gpu"]].assign(published=published).set_index(key + ["gpu"])["published"].unstack("gpu")
+    if gpu not in by_gpu or other not in by_gpu:
+        raise ValueError(f"family {family!r} has no runs on both {gpu} and {other}")
+    return (by_gpu[gpu] / by_gpu[other]).dropna().droplevel(key[1:])
+
+
 def _half_peak(model: models.Model, layout: steptime.Layout, gpu: str, tokens: float) -> float:
     """Seconds for ``tokens`` tokens on ``layout``'s GPUs at half the dense peak, every FLOP of the
     layout counted (its recomputation included), no communication, no downtime."""
