@@ -151,7 +151,7 @@ def selector() -> list[str]:
              "collectives depend on a few of a layout's values only, so `steptime.terms` computes them once per "
              "distinct GPU, tensor-parallel degree, micro-batch and expert-parallel degree (the collectives: per "
              "GPU, tp, pp, dp and ep) and spreads them back (`steptime._per_distinct`, a hash of the "
-             "combinations with `pandas.factorize`: some 1,500 micro-batch shapes among the MoE sweep's layouts; "
+             "combinations with `pandas.factorize`: some 1,000 micro-batch shapes and 7,000 data-parallel groups among the MoE sweep's 51,000 layouts; "
              "bit-identical, tested, and half the time of the MoE call). An interleaved variant differs from its "
              "plain sibling only in its pipeline sends and bubble, which `steptime.interleaved` derives where the "
              "sibling was timed, as one array of times per sequence for each vpp (less than half the layouts are "
