@@ -2,6 +2,7 @@
 
 from dataclasses import replace
 
+import numpy as np
 import pytest
 
 from helpers import comm, gpus, memory, models, planner, steptime
@@ -456,3 +457,19 @@ def test_terms_per_distinct_combination_equal_terms_row_by_row(model, monkeypatc
     shortcut, direct = sweep(1), sweep(10**9)
     assert any(p is not None for plans in direct for p in plans)
     assert shortcut == direct
+
+
+def test_terms_broadcast_over_a_grid_as_over_its_rows():
+    """terms() takes numpy grids as well as rows: a 1,024 x 2 grid of layouts (not compacted) gives each
+    layout the numbers its 2,048 rows give when flattened (compacted per distinct combination)."""
+    rng = np.random.default_rng(0)
+    grid = dict(tp=rng.choice([1, 2, 4, 8], (1024, 2)), pp=rng.choice([1, 2, 4], (1024, 2)),
+                dp=rng.choice([1, 8, 64], (1024, 2)), micro_batch=rng.choice([1, 2, 4], (1024, 2)),
+                zero_stage=rng.choice([1, 3], (1024, 2)), recompute=rng.choice([0, 2], (1024, 2)))
+    grid["global_batch"] = grid["dp"] * grid["micro_batch"] * 8
+    flat = {k: v.ravel() for k, v in grid.items()}
+    assert len(flat["tp"]) >= steptime.DISTINCT_MIN_ROWS
+    on_grid = steptime.terms(GPT, H100, **grid, seq_len=2048, calibration=CAL)
+    on_rows = steptime.terms(GPT, H100, **flat, seq_len=2048, calibration=CAL)
+    for term, seconds in on_rows.items():
+        assert np.array_equal(np.ravel(on_grid[term]), seconds), term

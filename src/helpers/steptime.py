@@ -464,9 +464,10 @@ def _per_distinct(f, r: dict, **columns) -> dict:
     numbers as computing it row by row, for a fraction of the work where many rows share them (a
     catalog's 51,000 layouts of a mixture of experts share some 1,000 micro-batch shapes and 7,000
     data-parallel groups). Columns that are numbers are the same for every row. Below
-    :data:`DISTINCT_MIN_ROWS` rows, or with float columns, ``f`` runs on the rows as they are."""
+    :data:`DISTINCT_MIN_ROWS` rows, or with float or multi-dimensional columns, ``f`` runs on the
+    rows as they are."""
     keys = [v for v in (r.get("gpu"), *columns.values()) if np.ndim(v)]
-    if not keys or len({v.shape for v in keys}) > 1 or keys[0].shape[0] < DISTINCT_MIN_ROWS or \
+    if not keys or len({v.shape for v in keys}) > 1 or keys[0].ndim != 1 or len(keys[0]) < DISTINCT_MIN_ROWS or \
             any(v.dtype.kind not in "biu" or v.min() < 0 for v in keys):
         return f(r, **columns)
     key, radix = np.zeros(len(keys[0]), dtype=np.int64), 1
