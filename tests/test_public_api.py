@@ -128,6 +128,7 @@ EXAMPLES = {
     "traffic.replicas": dict(model="llama-3-8b", gpu="A100 80GB", tp=2, prompt_len=1024, output_len=256,
                              weight_dtypes=("int8", "bf16")),
     "validation.ddp_runs": dict(overlap=0.5),
+    "validation.same_layout_ratio": dict(family="megatron-bridge-llama", gpu="GB300-NVL72", other="GB200-NVL72"),
 }
 
 #: Functions whose documented answer to "no limit" or "never served" is infinity (a queue at or

@@ -20,7 +20,7 @@ from functools import cache
 import pandas as pd
 
 from . import _data, calibration, comm, compute, gpus, memory, models, planner, scaling, serving, steptime, traffic
-from .units import GB, GiB, HOUR
+from .units import GB, GiB, HOUR, check_choice
 
 
 #: The test families the step model set out to match, with their published layouts: Megatron-LM 2021
@@ -77,13 +77,17 @@ def training_runs() -> pd.DataFrame:
 def same_layout_ratio(family: str, gpu: str, other: str) -> pd.Series:
     """Published steady throughput per GPU on ``gpu`` over that on ``other``, for the runs of
     ``family`` that train the same model with the same layout and dtype on both (one value per
-    such pair, by model): what a GPU gains where its datasheet rates and the step model see none."""
-    table = _data.table("training_runs").query("family == @family and tp.notna()")
+    such pair, by model; empty where they share none): what a GPU gains where its datasheet rates
+    and the step model see none. ``gpu`` and ``other`` are GPUs the family's runs use."""
+    runs = _data.table("training_runs")
+    table = runs[(runs["family"] == check_choice("family", family, tuple(sorted(runs["family"].unique())))) &
+                 runs["tp"].notna()]
+    used = tuple(sorted(table["gpu"].unique()))
+    check_choice("gpu", gpu, used)
+    check_choice("other", other, used)
     key = ["model", "dtype", "tp", "pp", "vpp", "dp", "micro_batch", "global_batch", "zero_stage"]
     published = pd.Series([calibration.published_throughput(r) for _, r in table.iterrows()], index=table.index)
     by_gpu = table[key + ["gpu"]].assign(published=published).set_index(key + ["gpu"])["published"].unstack("gpu")
-    if gpu not in by_gpu or other not in by_gpu:
-        raise ValueError(f"family {family!r} has no runs on both {gpu} and {other}")
     return (by_gpu[gpu] / by_gpu[other]).dropna().droplevel(key[1:])
 
 
