@@ -271,7 +271,6 @@ def test_pythia_reduces_its_gradients_after_the_backward_pass():
         assert plan.step.data_parallel == pytest.approx(plan.step.data_parallel_total, rel=1e-12)
 
 
-
 def test_same_layout_ratio_divides_the_published_throughputs_of_matching_runs():
     """GB300 over GB200 on NVIDIA's dense FP8 runs: Llama 3 8B (37,556 and 31,508 tokens/s per GPU, 25.11) and
     70B (5,248 and 4,224, 26.04.01) share their layouts; the 405B runs do not (PP 8 against 16), so they pair
