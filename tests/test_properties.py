@@ -8,7 +8,7 @@ time over NVLink 4 against size and GPU count (test_comm).
 """
 
 import math
-from dataclasses import asdict, fields, is_dataclass
+from dataclasses import asdict, fields, is_dataclass, replace
 
 import pandas as pd
 import pytest
@@ -383,6 +383,23 @@ def test_planner_keeps_tensor_parallelism_in_the_nvlink_domain_and_its_layout_fi
                                    dtype="bf16" if lay.dtype == "fp8" else lay.dtype)
             if m.n_layers % lay.pp == 0:
                 assert need.total == pytest.approx(p.memory_per_gpu, rel=1e-9)
+
+
+@FAST
+@given(model=st.one_of(st.sampled_from(PRESETS + ["qwen3-30b-a3b"]), st.floats(1e9, 2e12)), gpu=st.sampled_from(GPUS),
+       k=st.integers(0, 12))
+def test_more_micro_batches_a_step_are_never_slower_per_sequence_at_the_same_memory(model, gpu, k):
+    """Why the planner tries only the larger of two batches that qualify for a layout: the same layout
+    with one more micro-batch a step takes less time per sequence and the same memory per GPU."""
+    try:
+        p = planner.plan(model, gpu, 2**k)
+    except ValueError as error:
+        assume("no layout" not in str(error))
+        raise
+    lay = p.layout
+    more = replace(lay, global_batch=lay.global_batch + lay.dp * lay.micro_batch)
+    assert steptime.step_time(model, gpu, more).total / more.global_batch < p.step.total / lay.global_batch
+    assert planner.layout_bytes(model, more) == planner.layout_bytes(model, lay)
 
 
 @FAST

@@ -12,9 +12,11 @@ selective recompute has nothing left to recompute). The global batch stays near
 the model's published batch (``data/models.csv``) or, for models without one, the
 compute-optimal batch of DeepSeek-AI 2024 (arXiv:2401.02954, Eq. 1: B = 0.292 * C^0.3271 tokens
 for C FLOPs), whatever the GPU count: the multiples of dp * micro-batch on either side of it
-within a factor :data:`BATCH_SLACK` are tried (both if neither is: the smaller batch is not
-always the faster, and a run with more tokens must not get the better of the two only because its
-rule batch is larger), and a layout whose
+within a factor :data:`BATCH_SLACK` qualify (both if neither is, so that a run with more tokens
+does not get the better of the two only because its rule batch is larger), and of two that qualify
+only the larger is tried: the same layout with more micro-batches is never slower per sequence
+(its pipeline bubble, data-parallel synchronisation and optimizer step are paid once a step), at
+the same memory per GPU. A layout whose
 data-parallel replicas would need a batch more than :data:`BATCH_SLACK` times larger is not. Of
 the layouts that fit in memory (:mod:`memory`, FP8 sized as BF16) the one with the most tokens
 per second (:func:`steptime.terms`) wins.
@@ -191,6 +193,8 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
             for e, m in zip(exists, (below, above))]
     either = near[0] | near[1]
     ok &= np.where(side == 0, exists[0] & (near[0] | ~either), exists[1] & (near[1] | ~either))
+    pair = ok.reshape(-1, 2)  # each layout's (smaller, larger) batch: where both qualify, the larger (see above)
+    pair[:, 0] &= ~pair[:, 1]
     multiple = np.where(side == 0, below, above)
     eps = tuple(e for e in EP_DEGREES if n_experts % e == 0) if n_experts > 1 else (1,)
     owner, tp, pp, deepest, dp, b, multiple, chunks, zero, ep, rc = expand(
