@@ -4,7 +4,7 @@ import pandas as pd
 import pytest
 
 from helpers import comm, gpus
-from helpers.units import GB, GiB, TFLOPS
+from helpers.units import GB, GiB, MiB, TFLOPS
 
 CATALOG = gpus.catalog()
 REQUIRED = ["V100-SXM2-32GB", "A100-SXM4-40GB", "A100-SXM4-80GB", "A100-PCIe-80GB", "H100-SXM5-80GB",
@@ -57,6 +57,19 @@ def test_units_are_si():
     assert h100.memory_bandwidth == pytest.approx(3.35e12)
     assert h100.nvlink_bandwidth == pytest.approx(450 * GB)  # 900 GB/s is both directions
     assert h100.memory_bytes == 80 * GiB
+    assert h100.reported_memory_bytes == 81559 * MiB  # nvidia-smi's total, as printed
+
+
+def test_reported_memory_is_the_datasheets_less_what_ecc_and_firmware_keep():
+    """Where nvidia-smi's total is cited it lies within 1 % below the datasheet's, or 1/16 below
+    (ECC on a data-centre GDDR6 card); without a printout, those cards lose ECC's 1/16."""
+    for g in gpus.get_all("gpus", gpus.names()):
+        share = g.reported_memory_bytes / g.memory_bytes
+        ecc = g.segment == "datacenter" and g.memory_type.startswith("GDDR6")
+        assert (0.99 * 15 / 16 <= share <= 15 / 16) if ecc else (0.99 <= share <= 1), g.name
+    cited = CATALOG.dropna(subset=["memory_reported_mib"])
+    assert len(cited) >= 15 and cited["memory_reported_source"].str.startswith("github.com/").all()
+    assert gpus.get("L40").reported_memory_bytes == 48 * GiB * gpus.ECC_GDDR6_SHARE  # no printout cited: the rule
 
 
 def test_figures_the_article_gets_wrong_are_right_here():

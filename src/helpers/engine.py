@@ -3,7 +3,9 @@
 The budget follows vLLM's V1 engine as of v0.8 (vllm/v1/worker/gpu_worker.py,
 ``determine_available_memory``; vllm/v1/core/kv_cache_utils.py; vllm/engine/arg_utils.py):
 
-1. The engine may use ``gpu_memory_utilization`` (default 0.9) of each GPU's memory.
+1. The engine may use ``gpu_memory_utilization`` (default 0.9) of the memory the GPU reports
+   (``torch.cuda.mem_get_info``'s total; here nvidia-smi's, :attr:`gpus.GPU.reported_memory_bytes`):
+   on data-centre GDDR6 cards, whose ECC keeps 1/16 aside, 45 GiB of an L40S's 48.
 2. It loads its share of the weights, then profiles one forward pass over
    ``max_num_batched_tokens`` tokens (the OpenAI server's default: 8,192 on GPUs of 70 GiB or more
    other than the A100, else 2,048; ``EngineArgs.get_batch_defaults``) and takes the peak: weights,
@@ -49,7 +51,8 @@ def default_batch(gpu: "GPU | str") -> tuple[int, int]:
 
 @dataclass(frozen=True)
 class EngineBudget:
-    """Bytes per GPU of a serving engine at start-up, and whether it starts."""
+    """Bytes per GPU of a serving engine at start-up, and whether it starts: ``slack`` is the reported
+    memory outside the budget, ``reserved`` the datasheet's memory the driver does not report (ECC, firmware)."""
 
     gpu: str
     tp: int
@@ -62,6 +65,7 @@ class EngineBudget:
     kv_tokens: int
     cuda_graphs: float
     slack: float
+    reserved: float
 
     @property
     def n_gpus(self) -> int:
@@ -129,7 +133,7 @@ def budget(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, max_m
     seqs = seqs if max_num_seqs is None else max_num_seqs
     check_positive("max_num_batched_tokens", tokens, integer=True)
     check_positive("max_num_seqs", seqs, integer=True)
-    allowed = g.memory_bytes * gpu_memory_utilization
+    allowed = g.reported_memory_bytes * gpu_memory_utilization
     weights = quantized_weight_bytes(m, weight_dtype) / tp
     activations = inference_workspace(m, tokens, min(seqs, tokens), tp)
     cache = allowed - weights - activations - RUNTIME_OVERHEAD
@@ -138,4 +142,4 @@ def budget(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, max_m
     return EngineBudget(gpu=g.name, tp=tp, max_model_len=length, budget=allowed, weights=weights,
                         activations=activations, non_torch=RUNTIME_OVERHEAD, kv_cache=max(cache, 0.0),
                         kv_tokens=blocks * BLOCK_SIZE, cuda_graphs=CUDA_GRAPH_BYTES,
-                        slack=g.memory_bytes - allowed)
+                        slack=g.reported_memory_bytes - allowed, reserved=g.memory_bytes - g.reported_memory_bytes)

@@ -11,7 +11,12 @@ from functools import cache
 import pandas as pd
 
 from . import _data, _lookup, formats
-from .units import GB, GiB, TFLOPS, argument, check_bool, check_dtype, check_list
+from .units import GB, GiB, MiB, TFLOPS, argument, check_bool, check_dtype, check_list
+
+#: Share of a GDDR6 card's memory left to software with ECC on, as data-centre cards ship (ECC
+#: keeps 1/16 aside: the same L40 and RTX A6000 print 49,140 MiB with ECC off and 46,068 with it
+#: on, and a T4 prints 15,360 MiB of 16 GiB; the printouts are cited in ``data/gpus.csv``).
+ECC_GDDR6_SHARE = 15 / 16
 
 #: ``COMPUTE_DTYPES``: dtypes with a peak rate in the catalog (:func:`formats.names`, role
 #: "tensor_core", read on first use; int8 in TOPS, the rest in TFLOP/s).
@@ -27,7 +32,10 @@ def _rate_column(dtype: str, kind: str) -> str | None:
 
 @dataclass(frozen=True)
 class GPU:
-    """One GPU variant. SI units: bytes, bytes/s, FLOP/s, watts."""
+    """One GPU variant. SI units: bytes, bytes/s, FLOP/s, watts. ``memory_bytes`` is the
+    datasheet's memory; ``reported_memory_bytes`` what the driver reports (nvidia-smi's or
+    rocm-smi's total, ECC as shipped) where a printout is cited, else the datasheet's less ECC's
+    share on data-centre GDDR6 cards (:data:`ECC_GDDR6_SHARE`)."""
 
     name: str
     vendor: str
@@ -37,6 +45,7 @@ class GPU:
     launch_year: int
     memory_gb_vendor: float
     memory_bytes: float
+    reported_memory_bytes: float
     memory_type: str
     memory_bandwidth: float
     dense_flops: tuple[tuple[str, float], ...]
@@ -75,6 +84,13 @@ def _text(value: object) -> str:
     return "" if pd.isna(value) else str(value)
 
 
+def _reported_memory(row: pd.Series) -> float:
+    if not pd.isna(row["memory_reported_mib"]):
+        return float(row["memory_reported_mib"]) * MiB
+    ecc = row["segment"] == "datacenter" and str(row["memory_type"]).startswith("GDDR6")
+    return float(row["memory_gib"]) * GiB * (ECC_GDDR6_SHARE if ecc else 1.0)
+
+
 def _from_row(row: pd.Series) -> GPU:
     def rates(kind: str) -> tuple[tuple[str, float], ...]:
         columns = ((d, _rate_column(d, kind)) for d in formats.names("tensor_core"))
@@ -89,6 +105,7 @@ def _from_row(row: pd.Series) -> GPU:
         launch_year=int(row["launch_year"]),
         memory_gb_vendor=float(row["memory_gb_vendor"]),
         memory_bytes=float(row["memory_gib"]) * GiB,
+        reported_memory_bytes=_reported_memory(row),
         memory_type=row["memory_type"],
         memory_bandwidth=float(row["memory_bandwidth_gbs"]) * GB,
         dense_flops=rates("dense"),

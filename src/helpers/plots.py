@@ -686,16 +686,18 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
 
 def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
     """One GPU's memory at an engine's start-up (``engine.budget``) as a stacked bar, in decimal GB:
-    weights, activations, memory outside PyTorch, the KV cache and the slack outside the budget;
-    a line marks what one request of ``max_model_len`` tokens needs."""
+    weights, activations, memory outside PyTorch, the KV cache, the slack outside the budget and
+    what the driver does not report (ECC, firmware; drawn from 0.1 GB); a line marks
+    what one request of ``max_model_len`` tokens needs."""
     parts = [("weights", budget.weights, COLORS["weights"]), ("activations", budget.activations, COLORS["activations"]),
              ("outside PyTorch", budget.non_torch, COLORS["overhead"]), ("KV cache", budget.kv_cache, COLORS["kv_cache"]),
-             ("outside the budget", budget.slack, "0.85")]
+             ("outside the budget", budget.slack, "0.85"), ("not reported (ECC, firmware)", budget.reserved, "0.55")]
     left = 0.0
     for label, size, color in parts:
-        bars(ax, [budget.gpu], [size / GB], base=left, colors=color, label=label,
-             hatched=[label == "outside the budget"])
-        left += size / GB
+        if label != parts[-1][0] or size >= 0.1 * GB:
+            bars(ax, [budget.gpu], [size / GB], base=left, colors=color, label=label,
+                 hatched=[label in ("outside the budget", parts[-1][0])])
+        left += max(size, 0.0) / GB
     one = budget.weights + budget.activations + budget.non_torch + budget.kv_cache * budget.max_model_len / max(budget.kv_tokens, 1)
     ax.axvline(one / GB, color="0.1", linestyle="--", linewidth=1.2)
     ax.annotate(f"one {budget.max_model_len:,}-token request ", (one / GB, 1.0), xycoords=("data", "axes fraction"),
