@@ -704,7 +704,7 @@ def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
                 rotation=90, ha="right", va="top", fontsize=8, color="0.1")
     ax.set_xlim(0, max(left, one / GB) * 1.05)
     ax.set_xlabel("memory per GPU (GB, decimal)")
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.3), fontsize=8, ncols=5, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.3), fontsize=8, ncols=3, frameon=False)
     ax.set_title(title, fontsize=10)
     return ax
 
