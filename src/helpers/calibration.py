@@ -147,7 +147,7 @@ def best_layouts(rows: pd.DataFrame, calibration: Calibration) -> list[tuple[Lay
                            network=r["network"], calibration=calibration)
         total = sum(t[k] for k in steptime.StepTime.TERMS)
         flags = {k: r["flags"][k] for k in ("flash_attention", "sequence_parallel", "dropout")}
-        fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"], **flags) <= g.memory_bytes
+        fits = planner.layout_memory(m, c, r["seq_len"], r["dtype"], **flags) <= g.reported_memory_bytes
         i = int(np.argmin(np.where(fits, total, np.inf))) if fits.any() else int(np.argmin(total))
         out += steptime.picked(m, g, c, t, [i], seq_len=r["seq_len"], dtype=r["dtype"], **r["flags"])
     return out

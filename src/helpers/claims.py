@@ -150,7 +150,7 @@ def a6000_10b() -> Finding:
         "Weights, gradients and AdamW states of 10B take {states:gb} before activations: more than the A6000's "
         "{a6000_gb:g} GB and the A100's {a100_gb:g} GB. Either it fails at step 1 or something else (LoRA, 8-bit "
         "optimizer, offload) was used; a late OOM points to a long batch.",
-        "implausible as told" if need > a100.memory_bytes else "",
+        "implausible as told" if need > a100.reported_memory_bytes else "",
         states=need, a6000_gb=a6000.memory_gb_vendor, a100_gb=a100.memory_gb_vendor)
 
 
@@ -375,7 +375,7 @@ def a100_value() -> Finding:
 
 def _fit_words(b: memory.MemoryBreakdown, gpu: gpus.GPU) -> str:
     """Whether ``b`` fits ``gpu``, read with the Memory chapter's headroom (:data:`memory.HEADROOM`)."""
-    spare = 1 - b.total / gpu.memory_bytes
+    spare = 1 - b.total / gpu.reported_memory_bytes
     if spare < 0:
         return "which does not fit"
     if spare < memory.HEADROOM:

@@ -45,7 +45,7 @@ CUDA_GRAPH_BYTES = 0.5 * GiB
 def default_batch(gpu: "GPU | str") -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) vLLM's OpenAI server picks on ``gpu``."""
     gpu = gpus.get(gpu)
-    large = gpu.memory_bytes >= 70 * GiB and not gpu.name.startswith("A100")
+    large = gpu.reported_memory_bytes >= 70 * GiB and not gpu.name.startswith("A100")
     return (8192, 1024) if large else (2048, 256)
 
 

@@ -546,8 +546,8 @@ def _check_breakdown(breakdown: object) -> MemoryBreakdown:
 
 
 def fits(breakdown: MemoryBreakdown, gpu: GPU) -> bool:
-    """Whether ``breakdown`` fits in the memory of one ``gpu``."""
-    return _check_breakdown(breakdown).total <= gpus.get(gpu).memory_bytes
+    """Whether ``breakdown`` fits in the memory one ``gpu`` reports (:attr:`gpus.GPU.reported_memory_bytes`)."""
+    return _check_breakdown(breakdown).total <= gpus.get(gpu).reported_memory_bytes
 
 
 #: The most sequences :func:`max_batch_size` looks for by default.
@@ -592,7 +592,7 @@ def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int =
     check_positive("context_len", context_len, integer=True)
     check_positive("limit", limit, integer=True)
     inference(m, context_len=context_len, **kwargs)  # checks the other arguments
-    return _max_batch(_inference_total(m, **kwargs), g.memory_bytes, context_len, limit)
+    return _max_batch(_inference_total(m, **kwargs), g.reported_memory_bytes, context_len, limit)
 
 
 def _max_batch(total: Callable[[int, int], float], capacity: float, context_len: int, limit: int) -> int:
@@ -617,7 +617,7 @@ def max_context_len(model: "Model | str | float", gpu: GPU, *, batch_size: int =
     m, g = as_model(model), gpus.get(gpu)
     inference(m, batch_size=batch_size, **kwargs)  # checks the other arguments
     total = _inference_total(m, **kwargs)
-    return _largest(lambda s: total(batch_size, s) <= g.memory_bytes, limit)
+    return _largest(lambda s: total(batch_size, s) <= g.reported_memory_bytes, limit)
 
 
 def _gpu_names(gpu_names: object) -> list:
@@ -628,14 +628,15 @@ def _gpu_names(gpu_names: object) -> list:
 
 def fits_table(breakdown: MemoryBreakdown, gpu_names: list[str] | None = None) -> pd.DataFrame:
     """Which GPUs of the catalog hold ``breakdown``: memory as the vendor states it, what is
-    needed, whether it fits and the headroom, all in decimal GB (usable = vendor GiB)."""
+    needed, whether it fits and the headroom, all in decimal GB (usable: what the driver reports,
+    :attr:`gpus.GPU.reported_memory_bytes`)."""
     _check_breakdown(breakdown)
     rows = []
     for name in _gpu_names(gpu_names):
         g = gpus.get(name)
         rows.append({"GPU": g.name, "memory (GB, vendor)": g.memory_gb_vendor,
-                     "usable (GB)": g.memory_bytes / 1e9, "needed (GB)": breakdown.total / 1e9,
-                     "fits": fits(breakdown, g), "headroom (GB)": (g.memory_bytes - breakdown.total) / 1e9})
+                     "usable (GB)": g.reported_memory_bytes / 1e9, "needed (GB)": breakdown.total / 1e9,
+                     "fits": fits(breakdown, g), "headroom (GB)": (g.reported_memory_bytes - breakdown.total) / 1e9})
     return pd.DataFrame(rows)
 
 

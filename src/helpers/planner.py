@@ -253,7 +253,7 @@ def _candidates(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dty
     if not len(owner):
         return None
     need, frugal = _needs(model, domain, counts, target_sequences, seq_len, dtype)
-    fits = need <= g.memory_bytes
+    fits = need <= g.reported_memory_bytes
     # candidates come in (none, full) pairs: full recompute only buys memory
     plain_fits = np.zeros_like(fits)
     plain_fits[1:] = fits[:-1] & (c["recompute"][:-1] == 0) & (c["recompute"][1:] == 2)

@@ -176,7 +176,7 @@ def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int, pairs
     with ``calibration``'s parameters (the fitted ones unless given)."""
     cal = calibration or serving.default_calibration()
     context = prompt_len + -(-output_len // 2)
-    full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.memory_bytes, context,
+    full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.reported_memory_bytes, context,
                               memory.BATCH_LIMIT) for w, k in pairs]
     tops = [max(f, 2) for f in full]
     weights, kvs = zip(*pairs)

@@ -110,7 +110,7 @@ def _whole_run_plan(row: pd.Series, cal: steptime.Calibration) -> planner.Plan:
     ((layout, step),) = calibration.best_layouts(stated, cal)
     need, g = planner.layout_bytes(m, layout), gpus.get(row["gpu"])
     return planner.Plan(gpu=g.name, n_gpus=layout.n_gpus, layout=layout, step=step, memory_per_gpu=need,
-                        fits=need <= g.memory_bytes)
+                        fits=need <= g.reported_memory_bytes)
 
 
 def _run_model(row: pd.Series) -> models.Model:

@@ -236,7 +236,7 @@ def _registered(factory: Callable[..., Panel]) -> Callable[..., Panel]:
 
 def _capacities() -> dict[str, float]:
     """Label -> usable bytes of the reference GPUs."""
-    return {f"{g.name.rsplit('-', 1)[0]} {g.memory_gb_vendor:g} GB": g.memory_bytes
+    return {f"{g.name.rsplit('-', 1)[0]} {g.memory_gb_vendor:g} GB": g.reported_memory_bytes
             for g in map(gpus.get, REFERENCE_GPUS)}
 
 
