@@ -217,8 +217,9 @@ def test_offload_copies_only_16_bit_gradients_and_splits_the_live_window_by_hand
 def test_precision_tp_and_boundaries_reach_activations_workspace_and_fits_by_hand():
     """fp32 doubles every stored activation but FlashAttention's fp32 log-sum-exp (4 bytes per head and
     token); the serving workspace of Llama 2 7B at 1,024 tokens, split over 2 GPUs, is 1,024 x (4 x 4,096
-    + 2 x 11,008) x 2 / 2 bytes plus one fp32 row of 32,000 logits; a breakdown of exactly the GPU's
-    memory fits; a context of 2**62 tokens (beyond int64 once multiplied by the layers) is counted in floats."""
+    + 2 x 11,008) x 2 / 2 bytes plus one fp32 row of 32,000 logits; a breakdown of exactly the memory
+    the GPU reports fits; a context of 2**62 tokens (beyond int64 once multiplied by the layers) is
+    counted in floats."""
     m = models.get("llama-2-7b")
     lse = 4 * m.n_heads * 2 * 1024
     bf16 = memory.activations_per_layer(m, 2, 1024)
@@ -226,7 +227,7 @@ def test_precision_tp_and_boundaries_reach_activations_workspace_and_fits_by_han
     assert memory.inference(m, context_len=1024, tp=2).activations == pytest.approx(
         1024 * (4 * 4096 + 2 * 11008) * 2 / 2 + 32000 * 4)
     h100 = gpus.get("H100")
-    assert memory.fits(memory.MemoryBreakdown(weights=h100.memory_bytes), h100)
+    assert memory.fits(memory.MemoryBreakdown(weights=h100.reported_memory_bytes), h100)
     assert memory.kv_cache_bytes(m, np.array([2**62]))[0] == pytest.approx(2.0**62 * 32 * 2 * 4096 * 2)
 
 
@@ -499,17 +500,17 @@ def test_quantized_weights_keep_embeddings_in_16_bits_by_hand():
 
 
 def test_fits_table_in_decimal_gb_by_hand():
-    """An H100's '80 GB' are 80 GiB = 85.90 GB usable, an RTX 4090's '24 GB' 25.77 GB; Llama 2 7B
-    served in bf16 (1,024-token context) needs its breakdown's bytes / 1e9, and the headroom is
-    the difference."""
+    """An H100's '80 GB' are the 81,559 MiB its driver reports = 85.52 GB usable, an RTX 4090's
+    '24 GB' 24,564 MiB = 25.76 GB; Llama 2 7B served in bf16 (1,024-token context) needs its
+    breakdown's bytes / 1e9, and the headroom is the difference."""
     need = memory.inference("llama-2-7b")
     table = memory.fits_table(need, ["H100", "RTX-4090-24GB"]).set_index("GPU")
     assert list(table["memory (GB, vendor)"]) == [80, 24]
     exact = dict(rel=1e-12)  # a billion bytes, not 1e9 + 1
-    assert list(table["usable (GB)"]) == pytest.approx([80 * 2**30 / 1e9, 24 * 2**30 / 1e9], **exact)
+    assert list(table["usable (GB)"]) == pytest.approx([81559 * 2**20 / 1e9, 24564 * 2**20 / 1e9], **exact)
     assert list(table["needed (GB)"]) == pytest.approx([need.total / 1e9] * 2, **exact)
-    assert list(table["headroom (GB)"]) == pytest.approx([(80 * 2**30 - need.total) / 1e9,
-                                                          (24 * 2**30 - need.total) / 1e9], **exact)
+    assert list(table["headroom (GB)"]) == pytest.approx([(81559 * 2**20 - need.total) / 1e9,
+                                                          (24564 * 2**20 - need.total) / 1e9], **exact)
     assert list(table["fits"]) == [True, True]
 
 

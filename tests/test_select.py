@@ -501,9 +501,9 @@ def test_largest_trainable_counts_a_model_that_fills_the_gpu_exactly():
     """A GPU with exactly the memory a 20B model needs (ZeRO-3, full recompute, one GPU) trains 20B:
     whole billions of parameters, and a total equal to the memory fits."""
     need = memory.training(20e9, zero_stage=3, dp=1, recompute="full").total
-    exact = dataclasses.replace(gpus.get("H100"), memory_bytes=need)
+    exact = dataclasses.replace(gpus.get("H100"), reported_memory_bytes=need)
     assert select.largest_trainable(exact, 1) == 20
-    assert select.largest_trainable(dataclasses.replace(exact, memory_bytes=need - 1), 1) == 19
+    assert select.largest_trainable(dataclasses.replace(exact, reported_memory_bytes=need - 1), 1) == 19
 
 
 def test_options_are_the_table_in_si_units():
