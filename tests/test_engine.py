@@ -13,7 +13,7 @@ from helpers.units import GiB, MiB
 def test_llama3_70b_fp8_on_two_l40s_by_hand():
     """Each L40S (48 GiB, of which ECC keeps 1/16: nvidia-smi prints 46,068 MiB) may use 90 % of
     what it reports: 40.5 GiB. Its half of the FP8 weights (embeddings and head stay 16-bit), the
-    activations of an 2,048-token profile pass with 256 rows of logits, and the CUDA context leave
+    activations of a 2,048-token profile pass with 256 rows of logits, and the CUDA context leave
     the KV cache, in 16-token blocks of 80 layers x 4 KV heads x 128 x 2 bytes."""
     m, l40s = models.get("llama-3-70b"), gpus.get("L40S")
     b = engine.budget(m, l40s, tp=2, max_model_len=32768, weight_dtype="fp8")

@@ -697,7 +697,7 @@ def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
         if label != parts[-1][0] or size >= 0.1 * GB:
             bars(ax, [budget.gpu], [size / GB], base=left, colors=color, label=label,
                  hatched=[label in ("outside the budget", parts[-1][0])])
-        left += max(size, 0.0) / GB
+        left += size / GB
     one = budget.weights + budget.activations + budget.non_torch + budget.kv_cache * budget.max_model_len / max(budget.kv_tokens, 1)
     ax.axvline(one / GB, color="0.1", linestyle="--", linewidth=1.2)
     ax.annotate(f"one {budget.max_model_len:,}-token request ", (one / GB, 1.0), xycoords=("data", "axes fraction"),
