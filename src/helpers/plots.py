@@ -687,11 +687,11 @@ def recommendations(ax: Axes, table: pd.DataFrame, *, title: str = "") -> Axes:
 def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
     """One GPU's memory at an engine's start-up (``engine.budget``) as a stacked bar, in decimal GB:
     weights, activations, memory outside PyTorch, the KV cache, the slack outside the budget and
-    what the driver does not report (ECC, firmware; drawn from 0.1 GB); a line marks
+    what the driver does not report ("not reported": ECC, firmware; drawn from 0.1 GB); a line marks
     what one request of ``max_model_len`` tokens needs."""
     parts = [("weights", budget.weights, COLORS["weights"]), ("activations", budget.activations, COLORS["activations"]),
              ("outside PyTorch", budget.non_torch, COLORS["overhead"]), ("KV cache", budget.kv_cache, COLORS["kv_cache"]),
-             ("outside the budget", budget.slack, "0.85"), ("not reported (ECC, firmware)", budget.reserved, "0.55")]
+             ("outside the budget", budget.slack, "0.85"), ("not reported", budget.reserved, "0.55")]
     left = 0.0
     for label, size, color in parts:
         if label != parts[-1][0] or size >= 0.1 * GB:
@@ -704,7 +704,7 @@ def engine_budget(ax: Axes, budget, *, title: str = "") -> Axes:
                 rotation=90, ha="right", va="top", fontsize=8, color="0.1")
     ax.set_xlim(0, max(left, one / GB) * 1.05)
     ax.set_xlabel("memory per GPU (GB, decimal)")
-    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.3), fontsize=8, ncols=3, frameon=False)
+    ax.legend(loc="upper left", bbox_to_anchor=(0, -0.3), fontsize=8, ncols=6, columnspacing=1.2, frameon=False)
     ax.set_title(title, fontsize=10)
     return ax
 
