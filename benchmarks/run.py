@@ -170,10 +170,14 @@ def selector() -> list[str]:
              "format, its largest batch from the memory total as a function of the batch.",
              "",
              "| sweep | median | p95 | GPUs ranked |", "| --- | --- | --- | --- |"]
-    for name, f in SELECTOR.items():
-        f()  # warm the data caches once, as a live panel has
-        times = timed(f, repeat=30)  # a cold sweep on a shared 2-core host varies by +-20 % from run to run
-        lines.append(f"| {name} | {ms(times)} | {len(f())} |")
+    # Each sweep is timed 30 times in three rounds over all sweeps, a minute or so apart: a burst of
+    # load on a shared 2-core host, which doubled one sweep's every time in some runs, spoils one round at most.
+    times = {name: [] for name in SELECTOR}
+    for _ in range(3):
+        for name, f in SELECTOR.items():
+            f()  # warm the data caches, as a live panel has
+            times[name] += timed(f, repeat=10)
+    lines += [f"| {name} | {ms(times[name])} | {len(f())} |" for name, f in SELECTOR.items()]
     return lines
 
 
