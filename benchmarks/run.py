@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from unittest import mock
 
 import matplotlib
 
@@ -30,7 +31,7 @@ from nbclient import NotebookClient  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, planner, plots, select, serving, traffic, validation, widgets  # noqa: E402
+from helpers import _data, calibration, planner, plots, select, serving, steptime, traffic, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 100, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -51,17 +52,23 @@ SWEEPS = {  # control values to step through for each panel: realistic slider mo
 }
 
 
+def _dense() -> pd.DataFrame:
+    return select.recommend("llama-2-70b", tokens=2e12)
+
+
+def _moe() -> pd.DataFrame:
+    return select.recommend("qwen3-30b-a3b", tokens=1e12)
+
+
 def _traffic() -> pd.DataFrame:
     return select.recommend("llama-3-70b", task="serve", requests_per_s=5, prompt_len=2048, output_len=512,
                             ttft_s=2.0, tpot_s=0.05)
 
 
 SELECTOR = {
-    "pretrain Llama 2 70B on 2T tokens (a deadline or budget move)": lambda: select.recommend("llama-2-70b", tokens=2e12),
-    "pretrain Llama 2 70B on 2T tokens (cold caches: a new model)": lambda: _cold(
-        lambda: select.recommend("llama-2-70b", tokens=2e12)),
-    "pretrain Qwen3-30B-A3B on 1T tokens (cold caches: a mixture of experts, expert parallelism tried)": lambda: _cold(
-        lambda: select.recommend("qwen3-30b-a3b", tokens=1e12)),
+    "pretrain Llama 2 70B on 2T tokens (a deadline or budget move)": _dense,
+    "pretrain Llama 2 70B on 2T tokens (cold caches: a new model)": lambda: _cold(_dense),
+    "pretrain Qwen3-30B-A3B on 1T tokens (cold caches: a mixture of experts, expert parallelism tried)": lambda: _cold(_moe),
     "serve Llama 2 7B at batch 1 (a latency or budget move)": lambda: select.recommend("llama-2-7b", task="serve"),
     "serve Llama 2 7B at batch 1 (cold caches)": lambda: _cold(lambda: select.recommend("llama-2-7b", task="serve")),
     "serve Llama 3 70B at 5 requests/s (a latency or budget move)": _traffic,
@@ -138,6 +145,14 @@ def panels() -> list[str]:
     return lines
 
 
+def _rows(sweep, function: str) -> int:
+    """Rows ``steptime.<function>`` computed in a cold ``sweep``: the layouts ``terms`` timed, or the
+    distinct combinations ``_micro_batch`` and ``_data_parallel`` were given."""
+    with mock.patch.object(steptime, function, wraps=getattr(steptime, function)) as spy:
+        _cold(sweep)
+    return sum(len(c.kwargs["tp"]) if function == "terms" else np.size(c.args[-1]["bw"]) for c in spy.call_args_list)
+
+
 def selector() -> list[str]:
     lines = ["Training sweeps plan 13 GPU counts per GPU. The candidate layouts of all counts are one masked numpy grid "
              "per model (`planner._block`, built for an 8-GPU NVLink domain: tensor parallelism stops at 8, so a "
@@ -145,17 +160,18 @@ def selector() -> list[str]:
              "no wider tensor parallelism), their memory one vectorised call (`planner._needs`). Where two global "
              "batches qualify for a layout, the grid holds only the larger: the same layout with more micro-batches "
              "a step is never slower per sequence and needs the same memory (a property test checks both), and "
-             "dropping the smaller takes 43-47 % of the layouts out of the sweep with the same plan chosen for every "
-             "count where a layout fits. Only layouts that fit (full recompute only where the same layout without recompute "
+             "dropping the smaller takes nearly half of the layouts out of the sweep with the same plan chosen for "
+             "every count where a layout fits. Only layouts that fit (full recompute only where the same layout without recompute "
              "does not) are kept, and of those only the plain 1F1B sibling (vpp 1) is timed, in one vectorised call "
              "for the whole catalog (`planner.catalog`: each GPU's rates, `steptime.rates`, repeated over its own "
-             "layouts, `steptime.stacked`; 16,471 layouts for Llama 2 70B, half the time of one call per GPU, "
-             "whose fixed cost of some 150 numpy operations was a third of the sweep; 27,183 layouts for "
-             "Qwen3-30B-A3B, whose expert parallelism multiplies them). A micro-batch's work and the data-parallel "
+             f"layouts, `steptime.stacked`; {_rows(_dense, 'terms'):,} layouts for Llama 2 70B, half the time of one "
+             "call per GPU, whose fixed cost of some 150 numpy operations was a third of the sweep; "
+             f"{_rows(_moe, 'terms'):,} layouts for Qwen3-30B-A3B, whose expert parallelism multiplies them). A micro-batch's work and the data-parallel "
              "collectives depend on a few of a layout's values only, so `steptime.terms` computes them once per "
              "distinct GPU, tensor-parallel degree, micro-batch and expert-parallel degree (the collectives: per "
              "GPU, tp, pp, dp and ep) and spreads them back (`steptime._per_distinct`, a hash of the "
-             "combinations with `pandas.factorize`: some 1,000 micro-batch shapes and 7,000 data-parallel groups among the MoE sweep's 27,000 layouts; "
+             f"combinations with `pandas.factorize`: {_rows(_moe, '_micro_batch'):,} micro-batch shapes and "
+             f"{_rows(_moe, '_data_parallel'):,} data-parallel groups among the MoE sweep's layouts; "
              "bit-identical, tested, and half the time of the MoE call). An interleaved variant differs from its "
              "plain sibling only in its pipeline sends and bubble, which `steptime.interleaved` derives where the "
              "sibling was timed, as one array of times per sequence for each vpp (less than half the layouts are "

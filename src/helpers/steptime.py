@@ -461,9 +461,9 @@ def _all_to_all(n_bytes, ep, inside, fabric):
 def _per_distinct(f, r: dict, **columns) -> dict:
     """``f(r, **columns)`` computed once per distinct combination of the GPU (the ``gpu`` index of
     :func:`stacked` rates) and the integer ``columns``, and spread back to every row: the same
-    numbers as computing it row by row, for a fraction of the work where many rows share them (a
-    catalog's 27,000 layouts of a mixture of experts share some 1,000 micro-batch shapes and 7,000
-    data-parallel groups). Columns that are numbers are the same for every row. Below
+    numbers as computing it row by row, for a fraction of the work where many rows share them (the
+    layouts of a catalog sweep share a few micro-batch shapes and data-parallel groups each: the
+    counts are in ``benchmarks/results.md``). Columns that are numbers are the same for every row. Below
     :data:`DISTINCT_MIN_ROWS` rows, or with float or multi-dimensional columns, ``f`` runs on the
     rows as they are."""
     keys = [v for v in (r.get("gpu"), *columns.values()) if np.ndim(v)]
