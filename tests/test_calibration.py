@@ -67,6 +67,35 @@ def test_blackwell_runs_but_gpt_oss_fall_inside_the_band_without_a_blackwell_fit
     assert blackwell["inside band"].all() and blackwell["time error"].abs().median() <= 0.10
 
 
+def test_amd_runs_calibrate_cdna_and_predict_amds_mlperf_run(runs):
+    """AMD's own Primus runs (MI325X, MI355X) calibrate CDNA 3 and CDNA 4; AMD's MLPerf Training v5.1
+    Llama 3.1 8B run on MI355X in FP8 took part in no fit and comes out inside the band, within 15 %. Left
+    out, the Primus family is predicted with the other families' means: further off than any NVIDIA
+    family, which is what the band of an architecture without runs is made of."""
+    cal = steptime.default_calibration()
+    assert cal.covers("CDNA 3") and cal.covers("CDNA 4")
+    mlperf = runs[runs["family"] == "mlperf-training"]
+    assert len(mlperf) >= 1 and set(mlperf["GPU"]) == {"MI355X-288GB"} and (mlperf["split"] == "test").all()
+    assert mlperf["inside band"].all() and mlperf["time error"].abs().max() <= 0.15
+    rows = calibration.runs()
+    loo = calibration.leave_one_family_out(rows[rows["split"] == "calibration"])
+    amd = rows.loc[loo.index, "family"] == "amd-primus"
+    assert not loo.loc[amd, "covered"].any() and loo.loc[~amd, "covered"].all()
+    assert loo.loc[amd, "error"].abs().median() > loo.loc[~amd, "error"].abs().median()
+    assert calibration.band("B200", "bf16")[1] > calibration.band("MI355X", "bf16")[1]
+
+
+def test_attention_efficiency_is_fitted_only_where_runs_outnumber_the_parameters():
+    """An architecture's attention efficiency is fitted only where its fused-attention runs outnumber its
+    parameters: AMD's four runs over three GEMM efficiencies leave CDNA's to the mean."""
+    rows = calibration.runs()
+    cal = rows[rows["split"] == "calibration"]
+    assert calibration._attention_keys(cal) == ["Ampere", "Hopper"]
+    assert {"CDNA 3/bf16", "CDNA 3/fp8", "CDNA 4/bf16"} <= set(calibration._keys(cal))
+    one = cal[cal["GPU"] == "MI355X-288GB"]
+    assert calibration._attention_keys(pd.concat([cal, one, one])) == ["Ampere", "CDNA 4", "Hopper"]
+
+
 def test_bands_come_from_out_of_sample_errors_and_hold_the_test_runs(runs):
     """The band is no wider than 2x (high/low), contains 1, and holds at least 90 % of the test runs but
     gpt-oss's (:data:`MISSED`, outside it) and at least 85 % of them all."""

@@ -24,15 +24,17 @@ def test_pretraining_70b_ranks_datacenter_gpus_first_and_explains_consumer_cards
 
 
 def test_a_training_option_on_an_architecture_without_calibration_runs_says_so(pretrain_70b):
-    """The step model's efficiencies are fitted on Ampere and Hopper runs only: an option on any other
-    architecture (the MI355X, the B200, the L40S) carries that caveat in its reason; an H100's does not."""
+    """The step model's efficiencies are fitted on Ampere, Hopper and AMD's CDNA 3 and CDNA 4 runs: an
+    option on any other architecture (the B200, the L40S) carries that caveat in its reason; an H100's
+    and an MI355X's do not."""
     rows = pretrain_70b.set_index("gpu")
     assert {a for a in (gpus.get(g).architecture for g in rows.index)
-            if select.steptime.default_calibration().covers(a)} == {"Ampere", "Hopper"}
-    for gpu in ("MI355X-288GB", "B200-HGX-192GB", "L40S-48GB"):
+            if select.steptime.default_calibration().covers(a)} == {"Ampere", "Hopper", "CDNA 3", "CDNA 4"}
+    for gpu in ("B200-HGX-192GB", "L40S-48GB"):
         if rows.loc[gpu, "binding"] in ("compute", "interconnect"):
             assert rows.loc[gpu, "reason"].endswith(f"no {gpus.get(gpu).architecture} run calibrates the step model")
-    assert "calibrates" not in rows.loc["H100-SXM5-80GB", "reason"]
+    for gpu in ("H100-SXM5-80GB", "MI355X-288GB"):
+        assert "calibrates" not in rows.loc[gpu, "reason"]
 
 
 def test_pretraining_70b_runs_on_nvlink_servers_and_no_pcie_cluster_claims_high_efficiency(pretrain_70b):

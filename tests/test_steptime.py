@@ -79,6 +79,18 @@ def test_the_planner_uses_the_fastest_attention_kernel_the_gpu_runs():
     assert planner.plan("llama-2-7b", "A100 80GB", 8, tokens=1e9).layout.attention_kernel == "flash2"
 
 
+def test_an_architecture_without_runs_takes_its_vendors_mean():
+    """GEMM and attention efficiency of an architecture without runs: the mean of its vendor's fitted
+    architectures (cuBLAS or hipBLASLt sets how close to peak its GPUs run), else of all of them."""
+    cal = Calibration.fitted((("Ampere/bf16", 0.8), ("Hopper/bf16", 0.6), ("Hopper/fp8", 0.7), ("CDNA 3/bf16", 0.5)),
+                             2.0, 1.0, (("Ampere", 0.9), ("Hopper", 0.4)))
+    assert cal.efficiency("Blackwell", "fp8") == pytest.approx(0.7)  # Ampere and Hopper 16-bit
+    assert cal.efficiency("CDNA 4", "bf16") == 0.5 and cal.efficiency("Hopper", "fp8") == 0.7
+    assert cal.efficiency("Gaudi 3", "bf16") == cal.default_efficiency == pytest.approx((0.8 + 0.6 + 0.5) / 3)
+    assert cal.attention("Blackwell") == pytest.approx(0.65) == cal.attention("CDNA 3")  # no AMD value: all
+    assert steptime.gpus.vendor_of("CDNA 4") == "AMD" and steptime.gpus.vendor_of("Gaudi 3") is None
+
+
 def test_attention_efficiency_is_per_architecture_with_the_mean_elsewhere():
     cal = Calibration.fitted((("Ampere/bf16", 0.8),), 2.0, 1.0, (("Ampere", 0.9), ("Hopper", 0.4)))
     assert cal.attention("Ampere") == 0.9 and cal.attention("Hopper") == 0.4

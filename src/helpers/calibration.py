@@ -165,8 +165,13 @@ def _keys(rows: pd.DataFrame) -> list[str]:
 
 
 def _attention_keys(rows: pd.DataFrame) -> list[str]:
-    """The attention-efficiency parameters these rows can fit: the architectures of their fused-attention runs."""
-    return sorted({gpus.get(g).architecture for g, f in zip(rows["GPU"], rows["flags"]) if f["flash_attention"]})
+    """The attention-efficiency parameters these rows can fit: the architectures whose fused-attention
+    runs outnumber the parameters they would fit (the architecture's GEMM efficiencies and its attention
+    efficiency); with no more runs than that, the fit could trade one for another at no cost."""
+    architectures = pd.Series([gpus.get(g).architecture for g in rows["GPU"]], index=rows.index)
+    gemm = pd.Series([k.split("/")[0] for k in _keys(rows)]).value_counts()
+    fused = architectures[[f["flash_attention"] for f in rows["flags"]]].value_counts()
+    return sorted(a for a, n in fused.items() if n > gemm.get(a, 0) + 1)
 
 
 def _calibration(keys: list[str], attention: list[str], x: list[float]) -> Calibration:

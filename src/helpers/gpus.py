@@ -137,6 +137,12 @@ def _index() -> dict[str, str]:
     return index
 
 
+@cache
+def vendor_of(architecture: str) -> str | None:
+    """The vendor whose catalog GPUs have ``architecture`` (None when no catalog GPU has it)."""
+    return next((g.vendor for g in _gpus().values() if g.architecture == architecture), None)
+
+
 def get(name: str) -> GPU:
     """The GPU called ``name``: canonical ("A100-SXM4-80GB") or an alias ("A100 80GB", "4090")."""
     if isinstance(name, GPU):

@@ -138,7 +138,7 @@ def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: s
     states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
     weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"], c.get("ep", 1),
                                                  model.routed_share)
-    acts = memory.stage_activation_bytes(model, c["micro_batch"], seq_len, c["recompute"], c["tp"], c["pp"],
+    acts = memory.stage_activation_bytes(model, c["micro_batch"], float(seq_len), c["recompute"], c["tp"], c["pp"],
                                          memory.activation_value_bytes(dtype), vpp=c["vpp"],
                                          flash_attention=flash_attention, sequence_parallel=sequence_parallel,
                                          dropout=dropout)

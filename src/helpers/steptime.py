@@ -271,8 +271,9 @@ class Calibration:
     @classmethod
     def fitted(cls, gemm_efficiency: tuple[tuple[str, float], ...], elementwise_passes: float,
                overlap_efficiency: float, attention_efficiency: tuple[tuple[str, float], ...]) -> "Calibration":
-        """A calibration whose defaults, for architectures without runs, are the means of the
-        fitted 16-bit GEMM efficiencies and of the fitted attention efficiencies."""
+        """A calibration whose defaults, for architectures without runs of their own or of their
+        vendor, are the means of the fitted 16-bit GEMM efficiencies and of the fitted attention
+        efficiencies."""
         sixteen = [v for k, v in gemm_efficiency if not k.endswith("/fp8")]
         attention = [v for _, v in attention_efficiency]
         return cls(gemm_efficiency=gemm_efficiency, elementwise_passes=elementwise_passes,
@@ -282,12 +283,15 @@ class Calibration:
 
     def efficiency(self, architecture: str, dtype: str) -> float:
         """GEMM efficiency for ``architecture``/``dtype``: the fitted value, else the
-        architecture's 16-bit value, else :attr:`default_efficiency` (mean of the fitted ones)."""
+        architecture's 16-bit value, else the mean of the fitted 16-bit values of the same vendor's
+        architectures (its kernel libraries, cuBLAS on NVIDIA's, hipBLASLt on AMD's, set how close to
+        peak its GPUs run), else :attr:`default_efficiency` (the mean of them all)."""
         table = dict(self.gemm_efficiency)
         for key in (f"{architecture}/{dtype}", f"{architecture}/bf16", f"{architecture}/fp16"):
             if key in table:
                 return table[key]
-        return self.default_efficiency
+        return _vendor_mean([(k.split("/")[0], v) for k, v in self.gemm_efficiency if not k.endswith("/fp8")],
+                            architecture, self.default_efficiency)
 
     def covers(self, architecture: str) -> bool:
         """Whether runs on ``architecture`` took part in the fit (else it gets the defaults)."""
@@ -295,8 +299,18 @@ class Calibration:
 
     def attention(self, architecture: str) -> float:
         """Attention kernels' efficiency relative to GEMMs on ``architecture``: the fitted value, else
-        :attr:`default_attention` (mean of the fitted ones)."""
-        return dict(self.attention_efficiency).get(architecture, self.default_attention)
+        the mean of the same vendor's fitted values, else :attr:`default_attention` (the mean of them all)."""
+        fitted = dict(self.attention_efficiency)
+        return fitted[architecture] if architecture in fitted else \
+            _vendor_mean(self.attention_efficiency, architecture, self.default_attention)
+
+
+def _vendor_mean(values: Iterable[tuple[str, float]], architecture: str, default: float) -> float:
+    """The mean of the ``(architecture, value)`` pairs whose architecture has ``architecture``'s
+    vendor (:func:`gpus.vendor_of`), else ``default``."""
+    vendor = gpus.vendor_of(architecture)
+    same = [v for a, v in values if vendor is not None and gpus.vendor_of(a) == vendor]
+    return sum(same) / len(same) if same else default
 
 
 @dataclass(frozen=True)
@@ -604,6 +618,7 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
                                                  calibration)
     tp, pp, dp, b, gb, s, zero, rc, v, ep = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
                                                                      zero_stage, recompute, vpp, ep))
+    b, s = b.astype(float), s.astype(float)  # s^2 * b * heads overflows int64 at absurd lengths; exact below 2**53
     sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
         sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
     L, servers = model.n_layers, r["gpus_per_server"]
