@@ -485,3 +485,11 @@ def test_terms_broadcast_over_a_grid_as_over_its_rows():
     on_rows = steptime.terms(GPT, H100, **flat, seq_len=2048, calibration=CAL)
     for term, seconds in on_rows.items():
         assert np.array_equal(np.ravel(on_grid[term]), seconds), term
+
+
+def test_an_absurd_sequence_length_neither_overflows_nor_fits():
+    """Hypothesis found it: at 930M tokens a sequence's s^2 * b * heads overflowed int64 and the step came
+    out negative and "fitting". The arithmetic is in floats: the step is long and needs petabytes."""
+    p = planner.plan("llama-2-7b", "H100", 1, seq_len=929_887_697, tokens=1e3)
+    assert not p.fits and p.memory_per_gpu > 1e14
+    assert all(getattr(p.step, k) >= 0 for k in steptime.StepTime.TERMS) and p.step.total > 1e9
