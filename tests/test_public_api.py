@@ -38,6 +38,8 @@ UNCHECKED = {
     "formats.lazy_constants": "builds a module __getattr__ at import, for the package's own modules",
     "compute.banded_seconds": "bands the terms of the serving step model's own output (serving.decode_seconds, "
                               "serving.batch_seconds), not a reader's input",
+    "gpus.vendor_mean": "averages the step models' own fitted parameters (steptime.Calibration, "
+                        "serving.ServingCalibration), not a reader's input",
     "memory.check_split": "a checker: raising the ValueError is its whole job",
     "memory.check_ep": "a checker: raising the ValueError is its whole job",
     **{name: "an array fast path of the step models (numpy broadcasting over thousands of layouts); its callers "

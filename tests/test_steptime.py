@@ -5,7 +5,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from helpers import comm, gpus, memory, models, planner, steptime
+from helpers import comm, gpus, memory, models, planner, serving, steptime
 from helpers.steptime import Calibration, Layout, Network
 
 #: Parameters chosen for the hand calculations (not the fitted ones): no element-wise traffic.
@@ -88,7 +88,8 @@ def test_an_architecture_without_runs_takes_its_vendors_mean():
     assert cal.efficiency("CDNA 4", "bf16") == 0.5 and cal.efficiency("Hopper", "fp8") == 0.7
     assert cal.efficiency("Gaudi 3", "bf16") == cal.default_efficiency == pytest.approx((0.8 + 0.6 + 0.5) / 3)
     assert cal.attention("Blackwell") == pytest.approx(0.65) == cal.attention("CDNA 3")  # no AMD value: all
-    assert steptime.gpus.vendor_of("CDNA 4") == "AMD" and steptime.gpus.vendor_of("Gaudi 3") is None
+    assert gpus.vendor_of("CDNA 4") == "AMD" and gpus.vendor_of("Gaudi 3") is None
+    assert serving.ServingCalibration(compute_fraction=(("Hopper", 0.5), ("CDNA 3", 0.3))).compute_for("Blackwell") == 0.5
 
 
 def test_attention_efficiency_is_per_architecture_with_the_mean_elsewhere():

@@ -5,6 +5,7 @@ figures are stored dense; NVIDIA's headline figures with 2:4 structured sparsity
 apart and never used for estimates.
 """
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import cache
 
@@ -141,6 +142,15 @@ def _index() -> dict[str, str]:
 def vendor_of(architecture: str) -> str | None:
     """The vendor whose catalog GPUs have ``architecture`` (None when no catalog GPU has it)."""
     return next((g.vendor for g in _gpus().values() if g.architecture == architecture), None)
+
+
+def vendor_mean(values: Iterable[tuple[str, float]], architecture: str, default: float) -> float:
+    """The mean of the ``(architecture, value)`` pairs whose architecture comes from ``architecture``'s
+    vendor, else ``default``: what a fitted model gives an architecture without runs of its own, as a
+    vendor's kernel libraries (cuBLAS on NVIDIA's GPUs, hipBLASLt on AMD's) set how close to peak they run."""
+    vendor = vendor_of(architecture)
+    same = [v for a, v in values if vendor is not None and vendor_of(a) == vendor]
+    return sum(same) / len(same) if same else default
 
 
 def get(name: str) -> GPU:

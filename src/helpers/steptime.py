@@ -284,14 +284,13 @@ class Calibration:
     def efficiency(self, architecture: str, dtype: str) -> float:
         """GEMM efficiency for ``architecture``/``dtype``: the fitted value, else the
         architecture's 16-bit value, else the mean of the fitted 16-bit values of the same vendor's
-        architectures (its kernel libraries, cuBLAS on NVIDIA's, hipBLASLt on AMD's, set how close to
-        peak its GPUs run), else :attr:`default_efficiency` (the mean of them all)."""
+        architectures (:func:`gpus.vendor_mean`), else :attr:`default_efficiency` (the mean of them all)."""
         table = dict(self.gemm_efficiency)
         for key in (f"{architecture}/{dtype}", f"{architecture}/bf16", f"{architecture}/fp16"):
             if key in table:
                 return table[key]
-        return _vendor_mean([(k.split("/")[0], v) for k, v in self.gemm_efficiency if not k.endswith("/fp8")],
-                            architecture, self.default_efficiency)
+        return gpus.vendor_mean([(k.split("/")[0], v) for k, v in self.gemm_efficiency if not k.endswith("/fp8")],
+                                architecture, self.default_efficiency)
 
     def covers(self, architecture: str) -> bool:
         """Whether runs on ``architecture`` took part in the fit (else it gets the defaults)."""
@@ -302,15 +301,7 @@ class Calibration:
         the mean of the same vendor's fitted values, else :attr:`default_attention` (the mean of them all)."""
         fitted = dict(self.attention_efficiency)
         return fitted[architecture] if architecture in fitted else \
-            _vendor_mean(self.attention_efficiency, architecture, self.default_attention)
-
-
-def _vendor_mean(values: Iterable[tuple[str, float]], architecture: str, default: float) -> float:
-    """The mean of the ``(architecture, value)`` pairs whose architecture has ``architecture``'s
-    vendor (:func:`gpus.vendor_of`), else ``default``."""
-    vendor = gpus.vendor_of(architecture)
-    same = [v for a, v in values if vendor is not None and gpus.vendor_of(a) == vendor]
-    return sum(same) / len(same) if same else default
+            gpus.vendor_mean(self.attention_efficiency, architecture, self.default_attention)
 
 
 @dataclass(frozen=True)
