@@ -274,7 +274,7 @@ class Calibration:
         """A calibration whose defaults, for architectures without runs of their own or of their
         vendor, are the means of the fitted 16-bit GEMM efficiencies and of the fitted attention
         efficiencies."""
-        sixteen = [v for k, v in gemm_efficiency if not k.endswith("/fp8")]
+        sixteen = [v for _, v in _sixteen_bit(gemm_efficiency)]
         attention = [v for _, v in attention_efficiency]
         return cls(gemm_efficiency=gemm_efficiency, elementwise_passes=elementwise_passes,
                    overlap_efficiency=overlap_efficiency, attention_efficiency=attention_efficiency,
@@ -289,8 +289,7 @@ class Calibration:
         for key in (f"{architecture}/{dtype}", f"{architecture}/bf16", f"{architecture}/fp16"):
             if key in table:
                 return table[key]
-        return gpus.vendor_mean([(k.split("/")[0], v) for k, v in self.gemm_efficiency if not k.endswith("/fp8")],
-                                architecture, self.default_efficiency)
+        return gpus.vendor_mean(_sixteen_bit(self.gemm_efficiency), architecture, self.default_efficiency)
 
     def covers(self, architecture: str) -> bool:
         """Whether runs on ``architecture`` took part in the fit (else it gets the defaults)."""
@@ -302,6 +301,11 @@ class Calibration:
         fitted = dict(self.attention_efficiency)
         return fitted[architecture] if architecture in fitted else \
             gpus.vendor_mean(self.attention_efficiency, architecture, self.default_attention)
+
+
+def _sixteen_bit(gemm_efficiency: tuple[tuple[str, float], ...]) -> list[tuple[str, float]]:
+    """(architecture, efficiency) of the fitted 16-bit GEMM efficiencies (``<architecture>/<dtype>`` keys)."""
+    return [(k.split("/")[0], v) for k, v in gemm_efficiency if not k.endswith("/fp8")]
 
 
 @dataclass(frozen=True)
