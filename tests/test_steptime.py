@@ -494,3 +494,57 @@ def test_an_absurd_sequence_length_neither_overflows_nor_fits():
     p = planner.plan("llama-2-7b", "H100", 1, seq_len=929_887_697, tokens=1e3)
     assert not p.fits and p.memory_per_gpu > 1e14
     assert all(getattr(p.step, k) >= 0 for k in steptime.StepTime.TERMS) and p.step.total > 1e9
+
+
+def test_context_parallelism_gives_each_gpu_its_share_of_the_tokens_and_of_the_causal_pairs():
+    """CP 2 on one sequence: each GPU runs the matrix products of half the tokens and half the causal
+    attention pairs (the load-balanced chunks), so its compute is half a whole sequence's on one GPU."""
+    whole = step(Layout(global_batch=2, seq_len=4096, zero_stage=0), gpu=H100)
+    split = step(Layout(cp=2, global_batch=2, seq_len=4096, zero_stage=0), gpu=H100)
+    assert split.compute == pytest.approx(whole.compute / 2, rel=1e-9)
+    assert split.n_gpus == 2 and split.tokens == whole.tokens
+
+
+@pytest.mark.parametrize("seq_len,exposed", [(4096, True), (131072, False)])
+def test_context_parallel_ring_exposes_what_each_attention_block_cannot_cover(seq_len, exposed):
+    """CP 8 over one DGX H100's NVLink, GPT's 48 key-value heads: cp - 1 times per layer each GPU passes
+    its keys and values (2 x s/8 tokens x 6144 x 2 bytes) on, while computing one eighth of its attention;
+    backward passes them with their gradients (twice the bytes) behind 2.5x the forward's work. At 4k tokens
+    a hop outlasts a block (exposed); at 128k the block's s^2 work hides it (nothing exposed)."""
+    lay = Layout(cp=8, global_batch=1, seq_len=seq_len, zero_stage=0, recompute="none")
+    t = step(lay, gpu=H100)
+    link = comm.link("nvlink4")
+    bw, tokens = link.bandwidth * link.achieved_fraction, seq_len / 8
+    kv = 2 * tokens * GPT.d_model * 2
+    attn = 2 * tokens * seq_len * GPT.d_model / (H100.peak_flops("bf16") * 0.7)  # causal, forward, this GPU's 1/8
+    per_layer = 7 * (max(comm.alpha_beta(1, link.hop_latency, kv, bw) - attn / 8, 0) +
+                     max(comm.alpha_beta(1, link.hop_latency, 2 * kv, bw) - 2.5 * attn / 8, 0))
+    assert t.context_parallel == pytest.approx(GPT.n_layers * per_layer, rel=1e-9)
+    assert (t.context_parallel > 0) == exposed
+    full = step(replace(lay, recompute="full"), gpu=H100)  # the recomputed forward exchanges again
+    assert full.context_parallel - t.context_parallel == pytest.approx(
+        GPT.n_layers * 7 * max(comm.alpha_beta(1, link.hop_latency, kv, bw) - attn / 8, 0), rel=1e-9)
+
+
+def test_context_parallel_ranks_reduce_gradients_and_shard_the_optimizer_with_the_data_parallel_ones():
+    """CP 2 x DP 4 holds the same weights on 8 GPUs as DP 8: the same gradient collectives over 8 GPUs, the
+    same optimizer shard, and the memory of DP 8 at half the sequence (Megatron-Core's data-parallel group
+    with context parallelism)."""
+    split = Layout(cp=2, dp=4, global_batch=8, seq_len=4096, zero_stage=1, recompute="none")
+    plain = Layout(dp=8, global_batch=8, seq_len=2048, zero_stage=1, recompute="none")
+    a, b = step(split, gpu=H100), step(plain, gpu=H100)
+    assert a.data_parallel_total == b.data_parallel_total and a.optimizer == b.optimizer
+    assert planner.layout_bytes(GPT, split) == pytest.approx(planner.layout_bytes(GPT, plain), rel=1e-12)
+
+
+def test_context_parallel_layout_checks_and_label():
+    lay = Layout(tp=2, cp=4, dp=2, global_batch=2, seq_len=8192)
+    assert lay.n_gpus == 16 and lay.describe().startswith("TP 2 x CP 4 x PP 1 x DP 2")
+    with pytest.raises(ValueError, match="cp=4 needs seq_len a multiple of 2 \\* cp = 8 \\(got 4100\\)"):
+        Layout(cp=4, seq_len=4100)
+    with pytest.raises(ValueError, match="cp=2 needs .*flash_attention=True and ep=1 \\(got False and 1\\)"):
+        Layout(cp=2, flash_attention=False)
+    with pytest.raises(ValueError, match="cp=2 needs .*\\(got True and 2\\)"):
+        Layout(cp=2, ep=2, dp=2, global_batch=2)
+    with pytest.raises(ValueError, match="cp must be a positive integer, got 0"):
+        Layout(cp=0)

@@ -80,18 +80,21 @@ class Plan:
     @property
     def scaling_efficiency(self) -> float:
         """Share of the step not lost to splitting the work: 1 - (tensor-parallel, pipeline,
-        data-parallel and expert-parallel communication and the pipeline bubble) / step."""
+        data-parallel, expert-parallel and context-parallel communication and the pipeline bubble) / step."""
         s = self.step
-        return 1 - (s.tensor_parallel + s.pipeline_bubble + s.pipeline_p2p + s.data_parallel + s.expert_parallel) / s.total
+        return 1 - (s.tensor_parallel + s.pipeline_bubble + s.pipeline_p2p + s.data_parallel + s.expert_parallel +
+                    s.context_parallel) / s.total
 
     @property
     def binding(self) -> str:
         """What the step spends most of its non-compute time on: 'network' (data-parallel or
         pipeline traffic between servers), 'pipeline' (the bubble), 'tensor parallel', 'expert
-        parallel' (the all-to-alls), or 'compute' when splitting costs under a fifth of the step."""
+        parallel' (the all-to-alls), 'context parallel' (the key-value exchange), or 'compute' when
+        splitting costs under a fifth of the step."""
         s = self.step
         losses = {"network": s.data_parallel + s.pipeline_p2p, "pipeline": s.pipeline_bubble,
-                  "tensor parallel": s.tensor_parallel, "expert parallel": s.expert_parallel}
+                  "tensor parallel": s.tensor_parallel, "expert parallel": s.expert_parallel,
+                  "context parallel": s.context_parallel}
         worst = max(losses, key=losses.get)
         return worst if losses[worst] > 0.2 * s.total else "compute"
 
@@ -132,13 +135,15 @@ def training_dtype(gpu: GPU, dtype: str | None = None) -> str:
 def layout_memory(model: Model, c: dict[str, np.ndarray], seq_len: int, dtype: str, *, flash_attention: bool = True,
                   sequence_parallel: bool = True, dropout: bool = False) -> np.ndarray:
     """Bytes per GPU of each layout in ``c`` (arrays of :func:`steptime.terms`'s layout arguments):
-    sharded model states (:func:`memory.shard`) and the activations of the first stage and of the
-    layer a recompute rebuilds (:func:`memory.stage_activation_bytes`). Planned jobs run FlashAttention, sequence
-    parallelism and no dropout, as modern pre-training recipes do."""
+    sharded model states (:func:`memory.shard`, over dp * cp: context-parallel ranks share the
+    distributed optimizer's shards) and the activations of the first stage and of the layer a
+    recompute rebuilds (:func:`memory.stage_activation_bytes`), of the GPU's 1/cp of each sequence.
+    Planned jobs run FlashAttention, sequence parallelism and no dropout, as modern pre-training recipes do."""
+    cp = c.get("cp", 1)
     states = memory.model_states(model, "bf16" if dtype == "fp8" else dtype, "adamw", True, "full", 16)
-    weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"], c["zero_stage"], c.get("ep", 1),
-                                                 model.routed_share)
-    acts = memory.stage_activation_bytes(model, c["micro_batch"], float(seq_len), c["recompute"], c["tp"], c["pp"],
+    weights, gradients, optimizer = memory.shard(states, c["tp"], c["pp"], c["dp"] * cp, c["zero_stage"],
+                                                 c.get("ep", 1), model.routed_share)
+    acts = memory.stage_activation_bytes(model, c["micro_batch"], float(seq_len) / cp, c["recompute"], c["tp"], c["pp"],
                                          memory.activation_value_bytes(dtype), vpp=c["vpp"],
                                          flash_attention=flash_attention, sequence_parallel=sequence_parallel,
                                          dropout=dropout)
@@ -149,7 +154,7 @@ def layout_bytes(model: "Model | str | float", layout: Layout) -> float:
     """:func:`layout_memory` of one :class:`steptime.Layout`, with its own attention and dropout."""
     model = as_model(model)
     check_instance("layout", layout, Layout, "a steptime.Layout")
-    c = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "dp", "micro_batch", "vpp", "zero_stage", "ep")}
+    c = {k: np.array([getattr(layout, k)]) for k in ("tp", "pp", "dp", "micro_batch", "vpp", "zero_stage", "ep", "cp")}
     c["recompute"] = np.array([memory.RECOMPUTE.index(layout.recompute)])
     return float(layout_memory(model, c, layout.seq_len, layout.dtype, flash_attention=layout.flash_attention,
                                sequence_parallel=layout.sequence_parallel, dropout=layout.dropout)[0])

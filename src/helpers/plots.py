@@ -592,7 +592,8 @@ def scaling(fig, sweep: Sweep, *, title: str = "") -> None:
 
 
 STEP_COLORS = {"compute": "#4C72B0", "recompute": "#8DA0CB", "tensor_parallel": "#DD8452", "pipeline_bubble": "#C44E52",
-               "pipeline_p2p": "#DA8BC3", "data_parallel": "#8172B3", "optimizer": "#55A868", "expert_parallel": "#937860"}
+               "pipeline_p2p": "#DA8BC3", "data_parallel": "#8172B3", "optimizer": "#55A868", "expert_parallel": "#937860",
+               "context_parallel": "#8C8C8C"}
 
 
 def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
@@ -605,8 +606,8 @@ def parallel_plans(fig, plans: list, chosen: int, *, title: str = "") -> None:
     bottom = np.zeros(len(shown))
     for term, color in STEP_COLORS.items():
         heights = np.array([getattr(p.step, term) * p.n_gpus / p.layout.tokens * 1e3 for p in shown])
-        if term == "expert_parallel" and not heights.any():
-            continue  # dense models have none: no legend entry
+        if term in ("expert_parallel", "context_parallel") and not heights.any():
+            continue  # dense models and whole sequences per GPU have none: no legend entry
         bars(left, labels, heights, base=bottom, colors=color, label=term.replace("_", " "), vertical=True)
         bottom = bottom + heights
     misfit = np.array([not p.fits for p in shown], bool)

@@ -42,6 +42,10 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
   forward and two backward per MoE layer and micro-batch (two more under full recompute), exposed,
   over NVLink inside a server and the NICs beyond it at once. Each expert's gradients then reduce
   over its own dp / ep replicas, fewer of which share a server (in data_parallel).
+- **context_parallel**: with each sequence split over ``cp`` GPUs (every term above then works on
+  the GPU's 1/cp of the tokens and of the causal attention pairs), the part of the ring exchange
+  of keys and values that the attention blocks computed meanwhile do not cover (Liu et al. 2023,
+  arXiv:2310.01889; Megatron-Core's context parallelism); the gradients reduce over dp * cp GPUs.
 
 Everything is computed with numpy so that the planner can evaluate thousands of layouts at once.
 """
@@ -118,6 +122,11 @@ class Layout:
     of :data:`ATTENTION_KERNELS`). ``ep``: expert parallelism, the routed experts of a
     mixture-of-experts model split over ``ep`` of the data-parallel replicas (Megatron-Core's
     expert-parallel groups), which exchange tokens by all-to-all (``describe`` shows it as DP n (EP e)).
+    ``cp``: context parallelism, each sequence split over ``cp`` GPUs (Megatron-Core's
+    ``--context-parallel-size``, Transformer Engine's ring attention with the causal load balancing
+    that needs ``seq_len`` to be a multiple of ``2 * cp``); it runs fused attention, and its ranks
+    reduce gradients with the data-parallel ones (over ``dp * cp`` GPUs). Not combined with expert
+    parallelism here.
     """
 
     tp: int = 1
@@ -139,9 +148,10 @@ class Layout:
     grad_bytes: int | None = None
     attention_kernel: str = "flash2"
     ep: int = 1
+    cp: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp", "ep"):
+        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp", "ep", "cp"):
             check_positive(name, getattr(self, name), integer=True)
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
         check_choice("recompute", self.recompute, RECOMPUTE)
@@ -161,10 +171,13 @@ class Layout:
         if self.ep > 1 and (self.dp % self.ep or self.zero_stage == 3):
             raise ValueError(f"ep={self.ep} must divide dp={self.dp} and run under ZeRO-0 to 2, "
                              f"got zero_stage={self.zero_stage}")
+        if self.cp > 1 and (self.seq_len % (2 * self.cp) or not self.flash_attention or self.ep > 1):
+            raise ValueError(f"cp={self.cp} needs seq_len a multiple of 2 * cp = {2 * self.cp} (got {self.seq_len}), "
+                             f"flash_attention=True and ep=1 (got {self.flash_attention} and {self.ep})")
 
     @property
     def n_gpus(self) -> int:
-        return self.tp * self.pp * self.dp
+        return self.tp * self.cp * self.pp * self.dp
 
     @property
     def micro_batches(self) -> int:
@@ -178,8 +191,9 @@ class Layout:
 
     def describe(self) -> str:
         """A short label: 'TP 8 x PP 4 x DP 16, micro-batch 1, ZeRO-1, selective recompute' (the
-        recompute only when there is one)."""
-        parts = [f"TP {self.tp} x PP {self.pp}" + (f" (interleaved {self.vpp})" if self.vpp > 1 else "") +
+        recompute only when there is one, the context parallelism, 'CP 2', only above 1)."""
+        parts = [f"TP {self.tp} x " + (f"CP {self.cp} x " if self.cp > 1 else "") + f"PP {self.pp}" +
+                 (f" (interleaved {self.vpp})" if self.vpp > 1 else "") +
                  f" x DP {self.dp}" + (f" (EP {self.ep})" if self.ep > 1 else ""), f"micro-batch {self.micro_batch}",
                  f"ZeRO-{self.zero_stage}"]
         return ", ".join(parts + [f"{self.recompute} recompute"] * (self.recompute != "none"))
@@ -320,6 +334,7 @@ class StepTime:
     data_parallel: float
     optimizer: float
     expert_parallel: float = 0.0
+    context_parallel: float = 0.0
     data_parallel_total: float = field(repr=False, default=0.0)
     tokens: float = field(repr=False, default=0.0)
     n_gpus: int = field(repr=False, default=1)
@@ -327,7 +342,7 @@ class StepTime:
     peak_flops: float = field(repr=False, default=1.0)
 
     TERMS = ("compute", "recompute", "tensor_parallel", "pipeline_bubble", "pipeline_p2p", "data_parallel",
-             "optimizer", "expert_parallel")
+             "optimizer", "expert_parallel", "context_parallel")
 
     @cached_property
     def total(self) -> float:
@@ -496,13 +511,14 @@ def _per_distinct(f, r: dict, **columns) -> dict:
     return {k: v[inverse] if np.ndim(v) else v for k, v in out.items()}
 
 
-def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, ep, sp, flash, drop, pair) -> dict:
+def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, ep, sp, flash, drop, pair, cp) -> dict:
     """One micro-batch's work on one GPU, per layer (forward, training, selective recompute's extra),
-    and of the output head, with its tensor-parallel collective, pipeline send and expert all-to-all
-    (see :func:`terms`); ``pair`` is how many of two neighbouring stages share a server."""
+    and of the output head, with its tensor-parallel collective, pipeline send, expert all-to-all
+    and context-parallel exchange (see :func:`terms`); ``pair`` is how many of two neighbouring
+    stages share a server."""
     d, L, V, a = model.d_model, model.n_layers, model.vocab_size, model.n_heads
     bw, lin_rate, attn_rate, elem, servers = r["bw"], r["lin_rate"], r["attn_rate"], r["elem"], r["gpus_per_server"]
-    tokens = b * s  # per micro-batch
+    tokens = b * s / cp  # per micro-batch, the GPU's share of the sequence
 
     # Matrix products of one layer, forward: each no faster than its own traffic.
     def product(rows, d_in, d_out, matrices=1):  # ``rows`` tokens through ``matrices`` copies of one shape
@@ -518,13 +534,14 @@ def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, e
         gemm = gemm + model.n_moe_layers / L * product(tokens * model.experts_per_token, d_in, d_out,
                                                        model.n_experts / ep)
     # Score and weighting matmuls, forward, per layer: 2*b*s^2*d causal (4 unfused, the whole
-    # matrix), in the share of the s^2/2 causal pairs that sliding windows leave.
+    # matrix), in the share of the s^2/2 causal pairs that sliding windows leave; context
+    # parallelism gives each GPU 1/cp of the pairs (load-balanced chunks).
     window = model.attention_pairs(0, s) / (L * s * s / 2)
     causal = np.where(flash, 2.0, 4.0) * tokens * s * model.attention_dim * window / tp
     attn_fwd = causal / (attn_rate * np.where(flash, r["flash_speed"], 1.0))
     attn_bwd = np.where(flash, 2.5, 2.0) * attn_fwd
     # All the layer keeps but the score matrix (selective recompute's share, without FlashAttention).
-    stored = memory.layer_activation_bytes(model, b, s, 1, tp, elem, flash_attention=False, sequence_parallel=sp,
+    stored = memory.layer_activation_bytes(model, b, s / cp, 1, tp, elem, flash_attention=False, sequence_parallel=sp,
                                            dropout=drop)
     # Unfused attention streams the a*s^2 score matrix: the QK^T product writes it, the fused
     # scale-mask-softmax reads and writes it, and the product with V reads it (2+2+2+2 = 8 bytes per
@@ -535,7 +552,7 @@ def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, e
         elementwise = elementwise + np.where(r["fp8"], FP8_CAST_BYTES * tokens * (3 * d + model.d_ff) / tp / bw, 0.0)
     # Logits on the last stage: the output projection, and the loss streaming the fp32 logits (Korthikanti Eq. 6).
     head = 3 * (np.maximum(2 * tokens * d * V / tp / lin_rate, elem * d * V / tp / bw) +
-                calibration.elementwise_passes * memory.logit_activation_bytes(model, b, s, tp) / bw)
+                calibration.elementwise_passes * memory.logit_activation_bytes(model, b, s / cp, tp) / bw)
 
     fabric = r["fabric"]
     tp_bw, tp_latency = _group_link(fabric, np.minimum(tp, servers), tp)
@@ -550,17 +567,30 @@ def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, e
     if np.any(ep > 1):  # else (every dense model) none of the expert terms is computed
         dispatch = tokens / tp * model.experts_per_token * d * 2 * (ep - 1) / ep
         a2a = np.where(ep > 1, _all_to_all(dispatch, ep, np.clip(servers // tp, 1, ep), fabric), 0.0)
+    # Context parallelism (ring attention, Liu et al. 2023, arXiv:2310.01889; Transformer Engine's
+    # "p2p" exchange): cp - 1 times per layer each GPU passes the keys and values it holds to the
+    # next GPU of its ring (tp * cp consecutive ranks, Megatron-Core's order), while computing
+    # attention on the block it has (1/cp of the layer's attention each); backward passes them
+    # again with their gradients, twice the bytes. What a block's attention cannot cover is exposed.
+    cp_fwd = cp_bwd = 0.0
+    if np.any(cp > 1):
+        cp_bw, cp_latency = _group_link(fabric, np.minimum(cp, np.maximum(1, servers // tp)), cp)
+        kv = 2 * tokens * model.kv_dim / tp * 2  # keys and values, 16-bit
+        cp_fwd = (cp - 1) * np.maximum(comm.alpha_beta(1, cp_latency, kv, cp_bw) - attn_fwd / cp, 0.0)
+        cp_bwd = (cp - 1) * np.maximum(comm.alpha_beta(1, cp_latency, 2 * kv, cp_bw) - attn_bwd / cp, 0.0)
     return {"gemm": gemm, "layer_fwd": gemm + attn_fwd + elementwise,
             "layer_train": 3 * gemm + attn_fwd + attn_bwd + 3 * elementwise,
             "selective": np.where(flash, 0.0, attn_fwd + scores / bw), "head": head,
             "tp_collective": _collective(2 * (tp - 1) / tp, 2 * (tp - 1), activation_bytes, tp_bw, tp_latency),
-            "send": send, "all_to_all": a2a}
+            "send": send, "all_to_all": a2a, "cp_fwd": cp_fwd, "cp_bwd": cp_bwd}
 
 
-def _data_parallel(model: Model, r: dict, *, tp, pp, dp, ep, grad_bytes) -> dict:
+def _data_parallel(model: Model, r: dict, *, tp, pp, dp, ep, grad_bytes, cp) -> dict:
     """A step's data-parallel collectives in full (see :func:`terms`): the gradient all-reduce, the
     gradient reduce-scatter and weight all-gather of the distributed optimizer, ZeRO-3's per-layer
-    gathers and scatters of one micro-batch, and the local parameters they move."""
+    gathers and scatters of one micro-batch, and the local parameters they move. Context-parallel
+    ranks hold the same weights: the dense gradients reduce over ``dp * cp`` GPUs (``cp`` is 1
+    wherever ``ep`` is above 1)."""
     servers, fabric = r["gpus_per_server"], r["fabric"]
     layers = np.ceil(model.n_layers / pp)
     # The local shard, the routed experts' split over ep too; each expert's replicas reduce over
@@ -569,13 +599,14 @@ def _data_parallel(model: Model, r: dict, *, tp, pp, dp, ep, grad_bytes) -> dict
     dense_params, expert_params = model.n_params * (1 - routed) / (tp * pp), model.n_params * routed / (tp * pp * ep)
     local_params = dense_params + expert_params
     gbytes = np.asarray(r["grad_bytes"] if grad_bytes is None else grad_bytes)
-    # Data-parallel peers per server: Megatron-LM and DeepSpeed number the ranks tp first, then dp,
-    # then pp, so a server's tensor-parallel groups are data-parallel peers of one stage (or, where dp
-    # is smaller, whole data-parallel groups of several stages).
+    # Data-parallel peers per server: Megatron-LM and DeepSpeed number the ranks tp first (then cp),
+    # then dp, then pp, so a server's tensor-parallel groups are data-parallel peers of one stage (or,
+    # where dp * cp is smaller, whole data-parallel groups of several stages).
+    replicas = dp // ep  # of each expert
+    dp = dp * cp
     inside = np.minimum(np.maximum(1, servers // tp), dp)
     dp_bw, dp_latency = _group_link(fabric, inside, dp)
     ring = (dp - 1) / dp
-    replicas = dp // ep  # of each expert
     split_experts = bool(np.any(ep > 1))
     if split_experts:
         expert_bw, expert_latency = _group_link(fabric, np.minimum(np.maximum(1, inside // ep), replicas), replicas)
@@ -596,7 +627,7 @@ def _data_parallel(model: Model, r: dict, *, tp, pp, dp, ep, grad_bytes) -> dict
 
 
 def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_batch, seq_len, zero_stage, recompute,
-          vpp=1, ep=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
+          vpp=1, ep=1, cp=1, dtype: str = "bf16", sequence_parallel=True, flash_attention=True, dropout=False, overlap=True,
           tp_overlap=False, gather_overlap=True, grad_bytes=None, attention_kernel: str = "flash2",
           network: Network | None = None, calibration: Calibration = Calibration()) -> dict[str, np.ndarray]:
     """Every term of :class:`StepTime` in seconds, for arrays of layouts (numpy broadcasting).
@@ -611,15 +642,15 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     """
     r = gpu if isinstance(gpu, dict) else rates(gpu, dtype, attention_kernel, Network() if network is None else network,
                                                  calibration)
-    tp, pp, dp, b, gb, s, zero, rc, v, ep = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
-                                                                     zero_stage, recompute, vpp, ep))
+    tp, pp, dp, b, gb, s, zero, rc, v, ep, cp = (np.asarray(x) for x in (tp, pp, dp, micro_batch, global_batch, seq_len,
+                                                                         zero_stage, recompute, vpp, ep, cp))
     b, s = b.astype(float), s.astype(float)  # s^2 * b * heads overflows int64 at absurd lengths; exact below 2**53
     sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
         sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
     L, servers = model.n_layers, r["gpus_per_server"]
     # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
     mb = _per_distinct(partial(_micro_batch, model, calibration), r, tp=tp, b=b, s=s, ep=ep, sp=sp, flash=flash,
-                       drop=drop, pair=np.where(tp * dp < servers, 2, 1))
+                       drop=drop, pair=np.where(tp * cp * dp < servers, 2, 1), cp=cp)
     layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
     layer_recompute = np.where(rc == 2, mb["layer_fwd"], np.where(rc == 1, mb["selective"], 0.0))
 
@@ -633,15 +664,18 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     # recompute), exposed; Megatron-Core's rank order puts the expert-parallel group on consecutive
     # data-parallel ranks, tp apart.
     a2a_mb = layers * model.n_moe_layers / L * np.where(rc == 2, 6, 4) * mb["all_to_all"] if np.any(ep > 1) else 0.0
+    # Context parallelism: the exposed part of each layer's key-value exchange, forward and backward
+    # (and forward again under full recompute).
+    cp_mb = layers * (np.where(rc == 2, 2, 1) * mb["cp_fwd"] + mb["cp_bwd"])
 
     compute_mb = layers * mb["layer_train"] + mb["head"]
     recompute_mb = layers * layer_recompute
-    stage_mb = compute_mb + recompute_mb + tp_mb + p2p_mb + a2a_mb
+    stage_mb = compute_mb + recompute_mb + tp_mb + p2p_mb + a2a_mb + cp_mb
     m = gb // (dp * b)
     bubble = (pp - 1) / v * stage_mb
 
     # Data parallel: gradients (and, under ZeRO-3, parameters) of the local shard.
-    c = _per_distinct(partial(_data_parallel, model), r, tp=tp, pp=pp, dp=dp, ep=ep, grad_bytes=grad_bytes)
+    c = _per_distinct(partial(_data_parallel, model), r, tp=tp, pp=pp, dp=dp, ep=ep, grad_bytes=grad_bytes, cp=cp)
     local_params = c["local_params"]
     window = np.where(ovl, calibration.overlap_efficiency, 0.0) * compute_mb  # one micro-batch, forward and backward
 
@@ -662,12 +696,13 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     dp_total = np.where(zero == 3, m * sharded, gradient_sync)
     dp_exposed = np.where(dp > 1, np.where(zero == 3, exposed_sharded, exposed_sync), 0.0)
 
-    # ZeRO-1/2 shard the dense part over dp and each expert over its dp / ep replicas: 1/dp of the model either way
-    optimizer_params = np.where(zero >= 1, model.n_params / (tp * pp) / dp, local_params)
+    # ZeRO-1/2 shard the dense part over dp * cp and each expert over its dp / ep replicas: 1/(dp * cp) of the model either way
+    optimizer_params = np.where(zero >= 1, model.n_params / (tp * pp) / (dp * cp), local_params)
     optimizer = OPTIMIZER_BYTES_PER_PARAM * optimizer_params / (r["bw"] * STREAM_FRACTION)
     return {"compute": m * compute_mb, "recompute": m * recompute_mb, "tensor_parallel": m * tp_mb,
             "pipeline_bubble": bubble, "pipeline_p2p": m * p2p_mb, "data_parallel": dp_exposed,
-            "optimizer": optimizer, "expert_parallel": m * a2a_mb, "data_parallel_total": dp_total}
+            "optimizer": optimizer, "expert_parallel": m * a2a_mb, "context_parallel": m * cp_mb,
+            "data_parallel_total": dp_total}
 
 
 def interleaved(t: dict[str, np.ndarray], vpp, pp, micro_batches) -> dict[str, np.ndarray]:
