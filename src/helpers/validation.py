@@ -41,7 +41,8 @@ def training_runs() -> pd.DataFrame:
     throughput (``gpu_hours_basis`` "throughput"), with no downtime (goodput 1). Test rows were
     used for neither the fit nor the band.
 
-    Beside each, ``half-peak error``: the time error of a plain constant, every FLOP of the layout
+    ``short step``: whether the predicted step is shorter than :data:`steptime.SHORT_STEP_S`, where
+    the model is known to be too fast. Beside each, ``half-peak error``: the time error of a plain constant, every FLOP of the layout
     (its recomputation included) at half the dense peak, with no communication and no downtime
     (:func:`compute.training_time` with ``mfu=0.5, goodput=1``): the baseline the step model has to beat."""
     rows = calibration.runs()
@@ -57,7 +58,8 @@ def training_runs() -> pd.DataFrame:
                     "band low": predicted / high, "band high": predicted / low,
                     "time error": r["published"] / predicted - 1,
                     "inside band": bool(predicted / high <= r["published"] <= predicted / low),
-                    "half-peak error": r["published"] * r["GPUs"] * seconds / layout.tokens - 1, "source": r["source"]})
+                    "half-peak error": r["published"] * r["GPUs"] * seconds / layout.tokens - 1,
+                    "short step": step.total < steptime.SHORT_STEP_S, "source": r["source"]})
     table = _data.table("training_runs")
     for _, r in table[table["gpu_hours"].notna() & table["n_gpus"].notna()].iterrows():
         best = _whole_run_plan(r, cal)
@@ -70,7 +72,8 @@ def training_runs() -> pd.DataFrame:
                     "unit": "GPU-hours", "published": float(r["gpu_hours"]), "predicted": hours.expected,
                     "band low": hours.low, "band high": hours.high, "time error": hours.expected / float(r["gpu_hours"]) - 1,
                     "inside band": bool(hours.contains(float(r["gpu_hours"]))),
-                    "half-peak error": constant / float(r["gpu_hours"]) - 1, "source": r["source"]})
+                    "half-peak error": constant / float(r["gpu_hours"]) - 1,
+                    "short step": best.step.total < steptime.SHORT_STEP_S, "source": r["source"]})
     return pd.DataFrame(out)
 
 
