@@ -546,3 +546,12 @@ def test_serving_memory_against_static_batch_peaks():
     assert error.abs().median() <= 0.05 and one.median() <= 0.03 and (one <= 0.10).mean() >= 0.95
     by_tp = error.groupby(runs["GPUs"]).median()
     assert list(by_tp.index) == [1, 2, 4, 8] and by_tp.is_monotonic_decreasing
+
+
+def test_context_parallelism_keeps_a_share_of_each_sequence_and_shards_states_with_dp():
+    """CP 4 x DP 2: the activations of a quarter of each sequence, the ZeRO-1 optimizer shard of 8 ranks."""
+    split = memory.training("llama-2-7b", seq_len=8192, cp=4, dp=2, zero_stage=1)
+    assert split.activations == memory.training("llama-2-7b", seq_len=2048).activations
+    assert split.optimizer == memory.training("llama-2-7b", seq_len=8192, dp=8, zero_stage=1).optimizer
+    with pytest.raises(ValueError, match="cp=4 needs seq_len a multiple of 2 \\* cp = 8 \\(got 2052\\)"):
+        memory.training("llama-2-7b", seq_len=2052, cp=4)

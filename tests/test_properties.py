@@ -355,7 +355,7 @@ def test_a_count_planned_with_its_neighbours_is_planned_as_alone(model, gpu, k):
 
 @FAST
 @given(model=st.one_of(st.sampled_from(PRESETS), st.floats(1e9, 2e12)), gpu=st.sampled_from(GPUS), k=st.integers(0, 12),
-       seq_len=st.sampled_from([1024, 2048, 4096, 8192]))
+       seq_len=st.sampled_from([1024, 2048, 4096, 8192, 32768, 131072]))
 def test_planner_keeps_tensor_parallelism_in_the_nvlink_domain_and_its_layout_fits(model, gpu, k, seq_len):
     """Tensor parallelism never leaves the GPUs' NVLink domain (PCIe cards: at most the bridged pair or
     one card), the layout uses exactly the GPUs asked for, its batch stays near the model's, and a plan
@@ -378,7 +378,7 @@ def test_planner_keeps_tensor_parallelism_in_the_nvlink_domain_and_its_layout_fi
         if lay.vpp == 1 and lay.zero_stage < 2 or lay.pp == 1:
             m = memory.as_model(model)
             need = memory.training(m, micro_batch_size=lay.micro_batch, seq_len=seq_len, recompute=lay.recompute,
-                                   zero_stage=lay.zero_stage, dp=lay.dp, tp=lay.tp, ep=lay.ep,
+                                   zero_stage=lay.zero_stage, dp=lay.dp, tp=lay.tp, ep=lay.ep, cp=lay.cp,
                                    pp=lay.pp if m.n_layers % lay.pp == 0 else 1,
                                    dtype="bf16" if lay.dtype == "fp8" else lay.dtype)
             if m.n_layers % lay.pp == 0:

@@ -42,6 +42,7 @@ UNCHECKED = {
                         "serving.ServingCalibration), not a reader's input",
     "memory.check_split": "a checker: raising the ValueError is its whole job",
     "memory.check_ep": "a checker: raising the ValueError is its whole job",
+    "memory.check_cp": "a checker: raising the ValueError is its whole job",
     **{name: "an array fast path of the step models (numpy broadcasting over thousands of layouts); its callers "
              "check their arguments (steptime.step_time, planner.plans, memory.training)"
        for name in ("comm.allreduce_expected", "comm.alpha_beta", "memory.first_stage_layers", "serving.cache_read_seconds",
@@ -89,6 +90,7 @@ EXAMPLES = {
     "compare.serving_estimates_for": dict(model="llama-3-8b", gpu="L40S", tp=2, weight_dtypes=("bf16", "int4"),
                                           batch_size=8, context_len=4096),
     "planner.batch_tokens": dict(model="llama-2-70b", tokens=2e12),
+    "planner.context_degrees": dict(seq_len=131072),
     "planner.catalog": dict(model="llama-2-7b", jobs=[("H100", (8, 64)), ("L40S", (4,))], tokens=1e12),
     "planner.layout_bytes": dict(model=LLAMA, layout=LAYOUT),
     "planner.plan": dict(model="llama-2-7b", gpu="H100", n_gpus=16),

@@ -2,7 +2,7 @@ import dataclasses
 
 import pytest
 
-from helpers import compare, compute, cost, gpus, memory, planner, select, traffic
+from helpers import compare, compute, cost, gpus, memory, planner, select, steptime, traffic
 from helpers.estimate import Estimate
 from helpers.units import DAY
 
@@ -595,3 +595,15 @@ def test_the_catalog_search_plans_each_gpu_as_planning_it_alone():
     assert together[-1] == [None] and all(found[0] for found in together[:-1])
     for (gpu, counts), found in zip(jobs, together):
         assert found == planner.plans("llama-2-13b", gpu, counts, tokens=1e12)
+
+
+def test_a_plan_of_short_steps_says_the_model_is_known_to_be_too_fast_there():
+    """Llama 2 7B on 2T tokens within a day needs 4,096 H100 and steps of about a tenth of a second, where
+    every published run of such steps took 20-60 % longer than the model says (steptime.SHORT_STEP_S); within
+    a month, 128 GPUs' steps of seconds say nothing of it."""
+    def best(days):
+        return select.options("llama-2-7b", task="pretrain", tokens=2e12, deadline_days=days,
+                              gpu_names=["H100-SXM5-80GB"]).options[0]
+    fast, slow = best(1), best(30)
+    assert fast.step < steptime.SHORT_STEP_S and "took 20-60 % longer" in fast.reason
+    assert slow.step > 1 and "took 20-60 %" not in slow.reason

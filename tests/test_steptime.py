@@ -548,3 +548,17 @@ def test_context_parallel_layout_checks_and_label():
         Layout(cp=2, ep=2, dp=2, global_batch=2)
     with pytest.raises(ValueError, match="cp must be a positive integer, got 0"):
         Layout(cp=0)
+
+
+def test_the_planner_splits_only_long_sequences_over_gpus():
+    """Context parallelism is tried where each GPU keeps at least 4,096 tokens of a sequence (so a 2k or
+    4k job plans as it did without it); at 128k tokens a 70B model on 256 H100 splits each sequence, fits,
+    and the planner's step is the step of that layout timed alone."""
+    assert planner.context_degrees(2048) == planner.context_degrees(4096) == (1,)
+    assert planner.context_degrees(8192) == (1, 2) and planner.context_degrees(131072) == (1, 2, 4, 8, 16)
+    assert planner.context_degrees(12288) == (1, 2)  # 12288 / 4 = 3072 tokens: too few
+    assert planner.plan("llama-2-70b", "H100", 256, seq_len=4096).layout.cp == 1
+    p = planner.plan("llama-2-70b", "H100", 256, seq_len=131072)
+    assert p.layout.cp > 1 and p.fits and p.layout.n_gpus == 256
+    alone = steptime.step_time("llama-2-70b", "H100", p.layout)
+    assert alone.total == pytest.approx(p.step.total, rel=1e-9)

@@ -165,6 +165,16 @@ def check_ep(model: Model, ep: int, dp: int, zero_stage: int) -> None:
                          f"keeps apart); allowed with ep > 1: zero_stage 0, 1 or 2")
 
 
+def check_cp(cp: int, seq_len: int, flash_attention: bool, ep: int) -> None:
+    """Raise a ValueError unless context parallelism ``cp`` can split sequences of ``seq_len`` tokens:
+    into 2 * cp equal chunks (the load-balanced causal split of Megatron-Core and Transformer Engine),
+    with fused attention, and without expert parallelism (not modelled together here)."""
+    check_positive("cp", cp, integer=True)
+    if cp > 1 and (seq_len % (2 * cp) or not flash_attention or ep > 1):
+        raise ValueError(f"cp={cp} needs seq_len a multiple of 2 * cp = {2 * cp} (got {seq_len}), "
+                         f"flash_attention=True and ep=1 (got {flash_attention} and {ep})")
+
+
 # --- model states -------------------------------------------------------------------------
 
 def lora_shapes(model: Model, rank: int) -> list[tuple[int, int, int]]:
@@ -391,7 +401,7 @@ def shard(states: tuple[float, float, float], tp, pp, dp, zero_stage, ep=1, rout
 
 def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: str = "adamw",
              micro_batch_size: int = 1, seq_len: int = 2048, recompute: str = "none",
-             zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, ep: int = 1, method: str = "full",
+             zero_stage: int = 0, dp: int = 1, tp: int = 1, pp: int = 1, ep: int = 1, cp: int = 1, method: str = "full",
              master_weights: bool = True, lora_rank: int = 16, flash_attention: bool = True,
              dropout: bool = False, amp: bool = False, offload: str = "none", loss: str = "fused",
              max_live_parameters: float = MAX_LIVE_PARAMETERS,
@@ -416,6 +426,9 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     ``method="lora"`` freezes the 16-bit base and trains rank-``lora_rank`` adapters;
     ``"qlora"`` stores the frozen base in NF4. Model states are split over tp*pp and, by
     ZeRO stage, over dp; with expert parallelism ``ep`` the routed experts also over ep (:func:`shard`).
+    Context parallelism ``cp`` splits each sequence over cp GPUs: each keeps the activations of
+    seq_len / cp tokens, and the states shard by ZeRO stage over dp * cp (Megatron-Core's
+    data-parallel group with context parallelism; :func:`check_cp`).
     ZeRO stages 2 and 3 do not combine with pipeline parallelism (DeepSpeed:
     "ZeRO-2 and ZeRO-3 are incompatible with pipeline parallelism", deepspeed/runtime/pipe/engine.py).
     Activations as :func:`activations`: FlashAttention and no dropout unless told otherwise, the
@@ -436,6 +449,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     check_positive("reduce_bucket_size", reduce_bucket_size)
     check_split(m, tp, pp, dp)
     check_ep(m, ep, dp, zero_stage)
+    check_cp(cp, seq_len, flash_attention, ep)
     if pp > 1 and zero_stage >= 2:
         raise ValueError(f"zero_stage={zero_stage} does not combine with pp={pp}: ZeRO-2 and ZeRO-3 are "
                          f"incompatible with pipeline parallelism; allowed with pp > 1: zero_stage 0 or 1")
@@ -446,7 +460,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
     if amp and not half:
         raise ValueError(f"amp=True autocasts to a 16-bit dtype; dtype must be fp16 or bf16, got {dtype!r}")
     states = model_states(m, dtype, optimizer, master_weights, method, lora_rank, amp)
-    weights, gradients, optimizer_bytes = shard(states, tp, pp, dp, zero_stage, ep, m.routed_share)
+    weights, gradients, optimizer_bytes = shard(states, tp, pp, dp * cp, zero_stage, ep, m.routed_share)
     host = 0.0
     if offload != "none":  # the optimizer step, and an fp32 copy of the gradients, on the host
         element = 2 if half and not amp else 4  # bytes of each gradient on the GPU
@@ -458,7 +472,7 @@ def training(model: "Model | str | float", *, dtype: str = "bf16", optimizer: st
         host, weights = host + weights, min(weights, gathered)
     return MemoryBreakdown(
         weights=weights, gradients=gradients, optimizer=optimizer_bytes,
-        activations=activations(m, micro_batch_size, seq_len, recompute=recompute, tp=tp, pp=pp, dtype=dtype,
+        activations=activations(m, micro_batch_size, seq_len // cp, recompute=recompute, tp=tp, pp=pp, dtype=dtype,
                                 flash_attention=flash_attention, dropout=dropout, amp=amp, loss=loss),
         overhead=RUNTIME_OVERHEAD, host=host,
     )

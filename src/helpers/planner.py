@@ -6,7 +6,7 @@ For every GPU count the planner tries the layouts a practitioner would: tensor p
 (stages may hold unequal numbers of layers, as Llama 3 405B's did); data parallelism for the
 rest; ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP; for a
 mixture of experts, expert parallelism over 8 or 64 of the data-parallel GPUs (:data:`EP_DEGREES`);
-micro-batches of 1 to 8 sequences; FlashAttention (the fastest kernel the GPU runs,
+for long sequences, context parallelism over 2 to 16 GPUs (:func:`context_degrees`); micro-batches of 1 to 8 sequences; FlashAttention (the fastest kernel the GPU runs,
 :func:`steptime.attention_kernel_for`), with no recompute or full recompute (with FlashAttention,
 selective recompute has nothing left to recompute). The global batch stays near
 the model's published batch (``data/models.csv``) or, for models without one, the
@@ -53,6 +53,12 @@ MICRO_BATCHES = (1, 2, 4, 8)
 #: Every degree tried multiplies the layouts to time; with three a cold sweep over the catalog for
 #: such a model takes about 1.5 times a dense model's (all seven powers of two: 3 to 4 times).
 EP_DEGREES = (1, 8, 64)
+#: Context-parallel degrees tried (dense models; Megatron-Core's ring attention): each only where it leaves
+#: every GPU at least :data:`CP_MIN_TOKENS` tokens of a sequence, so that a 2,048- or 4,096-token job plans
+#: as before and a 128k-token one may split its sequences over up to 16 GPUs (Llama 3 405B's long-context
+#: stage ran CP 16, Dubey et al. 2024, arXiv:2407.21783, Table 4).
+CP_DEGREES = (1, 2, 4, 8, 16)
+CP_MIN_TOKENS = 4096
 #: A layout may round the global batch up to a multiple of dp * micro-batch, by at most this factor.
 BATCH_SLACK = 1.25
 #: DeepSeek-AI 2024, arXiv:2401.02954, Eq. 1: optimal batch B = 0.2920 * C**0.3271 tokens.
@@ -160,18 +166,28 @@ def layout_bytes(model: "Model | str | float", layout: Layout) -> float:
                                sequence_parallel=layout.sequence_parallel, dropout=layout.dropout)[0])
 
 
+def context_degrees(seq_len: int) -> tuple[int, ...]:
+    """The context-parallel degrees the planner tries for sequences of ``seq_len`` tokens: 1, and each
+    of :data:`CP_DEGREES` that leaves every GPU at least :data:`CP_MIN_TOKENS` tokens and splits the
+    sequence into 2 * cp equal chunks (the load-balanced causal split)."""
+    check_positive("seq_len", seq_len, integer=True)
+    return tuple(c for c in CP_DEGREES if c == 1 or (seq_len // c >= CP_MIN_TOKENS and seq_len % (2 * c) == 0))
+
+
 @cache
 def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tuple[int, ...],
-           target_sequences: int, n_experts: int = 1) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
+           target_sequences: int, n_experts: int = 1, cps: tuple[int, ...] = (1,)
+           ) -> tuple[dict[str, np.ndarray], np.ndarray, np.ndarray]:
     """Every layout tried for each of ``counts`` GPUs (see the module docstring), as arrays, the
     index of the count each belongs to, and the index of each one's plain 1F1B sibling (the same
-    layout at vpp 1, itself where vpp is 1): the grid count x tp x pp x micro-batch x batch side x
+    layout at vpp 1, itself where vpp is 1): the grid count x tp x cp x pp x micro-batch x batch side x
     vpp x ZeRO stage x expert parallelism x recompute, in that order, masked to the valid layouts
-    (count x tp x pp first, to keep the grid small). Expert parallelism (a mixture of ``n_experts``
-    experts only) divides the experts and dp, under ZeRO-1. A narrower NVLink domain's block is the
-    widest one's without its wider tensor-parallel groups (nothing else depends on the domain), taken from it."""
+    (count x tp x cp x pp first, to keep the grid small). Expert parallelism (a mixture of ``n_experts``
+    experts only) divides the experts and dp, under ZeRO-1, without context parallelism (the degrees
+    ``cps``). A narrower NVLink domain's block is the widest one's without its wider tensor-parallel
+    groups (nothing else depends on the domain), taken from it."""
     if domain < TP_DEGREES[-1]:
-        c, owner, base = _block(n_heads, n_kv_heads, n_layers, TP_DEGREES[-1], counts, target_sequences, n_experts)
+        c, owner, base = _block(n_heads, n_kv_heads, n_layers, TP_DEGREES[-1], counts, target_sequences, n_experts, cps)
         keep = c["tp"] <= domain  # a layout and its vpp-1 sibling share their tp: both kept, or neither
         rows = np.flatnonzero(keep)
         return {k: v[rows] for k, v in c.items()}, owner[rows], (np.cumsum(keep) - 1)[base[rows]]
@@ -180,15 +196,15 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
         inner = [a.ravel() for a in np.meshgrid(*grid, indexing="ij")]
         return [np.repeat(a[ok], len(inner[0])) for a in arrays] + [np.tile(a, ok.sum()) for a in inner]
 
-    outer = np.meshgrid(np.arange(len(counts)), TP_DEGREES, np.arange(len(PP_DEGREES)), indexing="ij")
-    owner, tp, stage = (a.ravel() for a in outer)
+    outer = np.meshgrid(np.arange(len(counts)), TP_DEGREES, cps, np.arange(len(PP_DEGREES)), indexing="ij")
+    owner, tp, cp, stage = (a.ravel() for a in outer)
     pp = np.array(PP_DEGREES)[stage]
     deepest = np.array([steptime.max_vpp(n_layers, p) for p in PP_DEGREES])[stage]  # most chunks per stage
     n = np.array(counts, dtype=np.int64)[owner]
-    ok = (tp <= domain) & (n % tp == 0) & (n_heads % tp == 0) & (n_kv_heads % tp == 0) & (pp <= n_layers)
-    ok &= (n // tp) % pp == 0
-    owner, tp, pp, deepest, n, b, side = expand((owner, tp, pp, deepest, n), ok, (MICRO_BATCHES, (0, 1)))
-    dp = n // (tp * pp)
+    ok = (tp <= domain) & (n % (tp * cp) == 0) & (n_heads % tp == 0) & (n_kv_heads % tp == 0) & (pp <= n_layers)
+    ok &= (n // (tp * cp)) % pp == 0
+    owner, tp, cp, pp, deepest, n, b, side = expand((owner, tp, cp, pp, deepest, n), ok, (MICRO_BATCHES, (0, 1)))
+    dp = n // (tp * cp * pp)
     step = dp * b
     ok = step <= BATCH_SLACK * target_sequences
     # the multiples of dp * micro-batch on either side of the target within the slack, else both
@@ -202,16 +218,16 @@ def _block(n_heads: int, n_kv_heads: int, n_layers: int, domain: int, counts: tu
     pair[:, 0] &= ~pair[:, 1]
     multiple = np.where(side == 0, below, above)
     eps = tuple(e for e in EP_DEGREES if n_experts % e == 0) if n_experts > 1 else (1,)
-    owner, tp, pp, deepest, dp, b, multiple, chunks, zero, ep, rc = expand(
-        (owner, tp, pp, deepest, dp, b, multiple), ok, (np.arange(len(VPP_DEGREES)), (1, 3), eps, (0, 2)))
+    owner, tp, cp, pp, deepest, dp, b, multiple, chunks, zero, ep, rc = expand(
+        (owner, tp, cp, pp, deepest, dp, b, multiple), ok, (np.arange(len(VPP_DEGREES)), (1, 3), eps, (0, 2)))
     vpp = np.array(VPP_DEGREES)[chunks]  # recompute above: none, full
     ok = (vpp == 1) | ((pp > 1) & (vpp <= deepest) & (multiple >= pp))
     ok &= (zero == 1) | (pp == 1)  # ZeRO-3 shards what pipelining already splits
-    ok &= (ep == 1) | ((dp % ep == 0) & (zero == 1))
+    ok &= (ep == 1) | ((dp % ep == 0) & (zero == 1) & (cp == 1))
     rows = np.flatnonzero(ok)
     sibling = rows - chunks[rows] * (2 * len(eps) * 2)  # ZeRO stages x ep x recompute: the same layout at vpp 1
     c = {"tp": tp, "pp": pp, "dp": dp, "micro_batch": b, "global_batch": multiple * dp * b, "vpp": vpp,
-         "zero_stage": zero, "recompute": rc, "ep": ep}
+         "zero_stage": zero, "recompute": rc, "ep": ep, "cp": cp}
     return {k: v[rows] for k, v in c.items()}, owner[rows], (np.cumsum(ok) - 1)[sibling]
 
 
@@ -221,10 +237,12 @@ def _needs(model: Model, domain: int, counts: tuple[int, ...], target_sequences:
     """:func:`layout_memory` of a :func:`_block`, and the index of each count's most frugal layout:
     the same for every GPU with that NVLink domain, so a sweep over the catalog computes them once
     per domain (read-only)."""
-    c, owner, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences, model.n_experts)
+    cps = context_degrees(seq_len)
+    c, owner, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences, model.n_experts,
+                         cps)
     if domain < TP_DEGREES[-1]:  # the widest domain's memory, of the layouts this block keeps of it
         widest, _, _ = _block(model.n_heads, model.n_kv_heads, model.n_layers, TP_DEGREES[-1], counts, target_sequences,
-                              model.n_experts)
+                              model.n_experts, cps)
         need = _needs(model, TP_DEGREES[-1], counts, target_sequences, seq_len, dtype)[0][widest["tp"] <= domain]
     else:
         need = layout_memory(model, c, seq_len, dtype)
@@ -254,7 +272,7 @@ def _candidates(model: Model, g: GPU, counts: tuple[int, ...], seq_len: int, dty
     # the widest tensor-parallel group that fits the domain: a 72-GPU NVLink domain plans as an 8-GPU one
     domain = max(1, min(g.gpu_link_domain if g.gpu_link else 1, network.gpus_per_server, TP_DEGREES[-1]))
     c, owner, base = _block(model.n_heads, model.n_kv_heads, model.n_layers, domain, counts, target_sequences,
-                            model.n_experts)
+                            model.n_experts, context_degrees(seq_len))
     if not len(owner):
         return None
     need, frugal = _needs(model, domain, counts, target_sequences, seq_len, dtype)

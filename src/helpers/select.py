@@ -56,7 +56,9 @@ class Option:
     (seconds). ``memory_per_gpu`` in bytes;
     ``cost_usd`` the run's on demand, or per million tokens served. ``binding`` and ``reason``: the
     constraint that decides and why; ``ok``: whether the option meets every constraint; ``calibrated``:
-    whether published runs on the GPU's architecture took part in the training step model's fit."""
+    whether published runs on the GPU's architecture took part in the training step model's fit;
+    ``step``: training's seconds per step (the model is known to be too fast below
+    :data:`steptime.SHORT_STEP_S`)."""
 
     gpu: str
     n_gpus: int
@@ -79,6 +81,7 @@ class Option:
     reason: str = ""
     ok: bool = False
     calibrated: bool = True
+    step: float = nan
 
     @property
     def days(self) -> float:
@@ -134,16 +137,17 @@ def _train_options(m: Model, g: gpus.GPU, counts: tuple[int, ...], plans: list, 
     for n, plan in zip(counts, plans):
         if plan is None:  # the model's batch cannot keep this many GPUs busy
             continue
-        time = compute.run_time(plan, tokens)
+        time, step = compute.run_time(plan, tokens), plan.step.total
         settings, need = plan.layout.describe(), plan.memory_per_gpu
         fits = plan.fits
         if adapter is not None:  # the frozen base is replicated: the same memory on every GPU
-            time = time * ADAPTER_FLOPS_FACTOR
+            time, step = time * ADAPTER_FLOPS_FACTOR, step * ADAPTER_FLOPS_FACTOR
             settings, need, fits = f"{method}, data parallel {n}, full recompute", adapter.total, memory.fits(adapter, g)
         days = time.expected / DAY
         options.append(Option(gpu=g.name, n_gpus=n, settings=settings, fits=fits, memory_per_gpu=need, time=time,
                               scaling_efficiency=plan.scaling_efficiency, limit=plan.binding,
-                              cost_usd=days * 24 * n * rate if rate else nan, calibrated=calibrated))
+                              cost_usd=days * 24 * n * rate if rate else nan, calibrated=calibrated,
+                              step=step))
     return options
 
 
@@ -224,6 +228,8 @@ def _training_verdict(o: Option, deadline_days: float | None, budget_usd: float 
         return "budget", (f"${o.cost_usd:,.0f} on demand, over the ${budget_usd:,.0f} budget"
                           if _priced(o) else _UNPRICED)
     caveat = "" if o.calibrated else f"; no {gpus.get(o.gpu).architecture} run calibrates the step model"
+    if o.step < steptime.SHORT_STEP_S:
+        caveat += f"; steps of {o.step * 1000:,.0f} ms, where published runs took 20-60 % longer than this model says"
     if o.scaling_efficiency < INTERCONNECT_FLOOR:
         return "interconnect", (f"{o.days:,.1f} days, but only {o.scaling_efficiency:.0%} scaling efficiency "
                                 f"({o.limit} sets the pace){caveat}")

@@ -157,7 +157,7 @@ class Layout:
     cp: int = 1
 
     def __post_init__(self) -> None:
-        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp", "ep", "cp"):
+        for name in ("tp", "pp", "dp", "micro_batch", "global_batch", "seq_len", "vpp", "ep"):
             check_positive(name, getattr(self, name), integer=True)
         check_choice("zero_stage", self.zero_stage, ZERO_STAGES)
         check_choice("recompute", self.recompute, RECOMPUTE)
@@ -177,9 +177,7 @@ class Layout:
         if self.ep > 1 and (self.dp % self.ep or self.zero_stage == 3):
             raise ValueError(f"ep={self.ep} must divide dp={self.dp} and run under ZeRO-0 to 2, "
                              f"got zero_stage={self.zero_stage}")
-        if self.cp > 1 and (self.seq_len % (2 * self.cp) or not self.flash_attention or self.ep > 1):
-            raise ValueError(f"cp={self.cp} needs seq_len a multiple of 2 * cp = {2 * self.cp} (got {self.seq_len}), "
-                             f"flash_attention=True and ep=1 (got {self.flash_attention} and {self.ep})")
+        memory.check_cp(self.cp, self.seq_len, self.flash_attention, self.ep)
 
     @property
     def n_gpus(self) -> int:

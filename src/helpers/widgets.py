@@ -20,7 +20,8 @@ from IPython.display import Image
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 
-from . import book, comm, compare, compute, cost, engine, gpus, memory, models, planner, plots, roofline, scaling, select, trends
+from . import (book, comm, compare, compute, cost, engine, gpus, memory, models, planner, plots, roofline, scaling, select,
+               steptime, trends)
 from .estimate import Estimate
 from .units import DAY
 
@@ -469,7 +470,8 @@ def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Pane
     controls = _model_controls(model) | {
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
         "n_gpus": w.SelectionSlider(options=PLAN_COUNTS, value=512, description="GPUs"),
-        "seq_len": w.SelectionSlider(options=(1024, 2048, 4096, 8192), value=4096, description="sequence (tokens)"),
+        "seq_len": w.SelectionSlider(options=(1024, 2048, 4096, 8192, 32768, 131072), value=4096,
+                                     description="sequence (tokens)"),
     }
 
     def result(model, size_b, config, gpu, n_gpus, seq_len):
@@ -488,9 +490,11 @@ def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Pane
     def draw(fig, result, table, model, size_b, config, gpu, n_gpus, seq_len):
         label = _model(model, size_b, config).display_name
         row = table.iloc[0]
+        short = (f"\na {row['step (s)'] * 1000:,.0f} ms step: published steps under {steptime.SHORT_STEP_S * 1000:,.0f} ms "
+                 f"took 20-60 % longer than this model says" if row["step (s)"] < steptime.SHORT_STEP_S else "")
         plots.parallel_plans(fig, result, n_gpus,
                              title=f"{label} on {gpus.get(gpu).name}, {seq_len:,}-token sequences\n{n_gpus} GPUs: "
-                                   f"{row['layout']}, {row['scaling efficiency']:.0%} scaling efficiency")
+                                   f"{row['layout']}, {row['scaling efficiency']:.0%} scaling efficiency{short}")
 
     return Panel("3D parallelism", controls, result, draw, table, figsize=(9, 4.2))
 
