@@ -534,6 +534,8 @@ def test_context_parallel_ranks_reduce_gradients_and_shard_the_optimizer_with_th
     plain = Layout(dp=8, global_batch=8, seq_len=2048, zero_stage=1, recompute="none")
     a, b = step(split, gpu=H100), step(plain, gpu=H100)
     assert a.data_parallel_total == b.data_parallel_total and a.optimizer == b.optimizer
+    pair = step(Layout(cp=2, global_batch=1, seq_len=4096, overlap=False), gpu=H100)  # no dp: CP's pair still reduces
+    assert pair.data_parallel == step(Layout(dp=2, global_batch=2, seq_len=2048, overlap=False), gpu=H100).data_parallel > 0
     assert planner.layout_bytes(GPT, split) == pytest.approx(planner.layout_bytes(GPT, plain), rel=1e-12)
 
 

@@ -652,7 +652,7 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     sp, flash, drop, ovl, tp_ovl, gather_ovl = (np.asarray(x, dtype=bool) for x in (
         sequence_parallel, flash_attention, dropout, overlap, tp_overlap, gather_overlap))
     L, servers = model.n_layers, r["gpus_per_server"]
-    # Megatron's rank order is tp, then dp, then pp: neighbouring stages sit tp * dp ranks apart.
+    # Megatron's rank order is tp, then cp, then dp, then pp: neighbouring stages sit tp * cp * dp ranks apart.
     mb = _per_distinct(partial(_micro_batch, model, calibration), r, tp=tp, b=b, s=s, ep=ep, sp=sp, flash=flash,
                        drop=drop, pair=np.where(tp * cp * dp < servers, 2, 1), cp=cp)
     layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
@@ -698,7 +698,7 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     sharded = c["sharded"]
     exposed_sharded = m * np.maximum(sharded - window, sharded / L)
     dp_total = np.where(zero == 3, m * sharded, gradient_sync)
-    dp_exposed = np.where(dp > 1, np.where(zero == 3, exposed_sharded, exposed_sync), 0.0)
+    dp_exposed = np.where(dp * cp > 1, np.where(zero == 3, exposed_sharded, exposed_sync), 0.0)
 
     # ZeRO-1/2 shard the dense part over dp * cp and each expert over its dp / ep replicas: 1/(dp * cp) of the model either way
     optimizer_params = np.where(zero >= 1, model.n_params / (tp * pp) / (dp * cp), local_params)
