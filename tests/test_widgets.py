@@ -255,6 +255,9 @@ def test_selector_panel():
     from helpers import select
     panel = widgets.selector()
     assert panel.result.iloc[0]["gpu"] == select.recommend("llama-2-70b", tokens=2e12).iloc[0]["gpu"]
+    panel.set(seq_len=131072, tokens_b=100)  # long-context training: each sequence split over GPUs
+    assert panel.result.equals(select.recommend("llama-2-70b", tokens=1e11, seq_len=131072))
+    assert panel.result["settings"].str.contains(" CP ").any()
     panel.set(task="serve", model="llama-2-7b")  # at a traffic level by default
     assert panel.result.equals(select.recommend("llama-2-7b", task="serve", requests_per_s=2.0, prompt_len=1024,
                                                 output_len=256))

@@ -6,8 +6,8 @@ For every GPU count the planner tries the layouts a practitioner would: tensor p
 (stages may hold unequal numbers of layers, as Llama 3 405B's did); data parallelism for the
 rest; ZeRO-1 (Megatron's distributed optimizer) or, without pipelining, ZeRO-3/FSDP; for a
 mixture of experts, expert parallelism over 8 or 64 of the data-parallel GPUs (:data:`EP_DEGREES`);
-for long sequences, context parallelism over 2 to 16 GPUs (:func:`context_degrees`); micro-batches of 1 to 8 sequences; FlashAttention (the fastest kernel the GPU runs,
-:func:`steptime.attention_kernel_for`), with no recompute or full recompute (with FlashAttention,
+for long sequences, context parallelism over 2 to 16 GPUs (:func:`context_degrees`); micro-batches
+of 1 to 8 sequences; FlashAttention (the fastest kernel the GPU runs, :func:`steptime.attention_kernel_for`), with no recompute or full recompute (with FlashAttention,
 selective recompute has nothing left to recompute). The global batch stays near
 the model's published batch (``data/models.csv``) or, for models without one, the
 compute-optimal batch of DeepSeek-AI 2024 (arXiv:2401.02954, Eq. 1: B = 0.292 * C^0.3271 tokens
@@ -53,7 +53,7 @@ MICRO_BATCHES = (1, 2, 4, 8)
 #: Every degree tried multiplies the layouts to time; with three a cold sweep over the catalog for
 #: such a model takes about 1.5 times a dense model's (all seven powers of two: 3 to 4 times).
 EP_DEGREES = (1, 8, 64)
-#: Context-parallel degrees tried (dense models; Megatron-Core's ring attention): each only where it leaves
+#: Context-parallel degrees tried (without expert parallelism; Megatron-Core's ring attention): each only where it leaves
 #: every GPU at least :data:`CP_MIN_TOKENS` tokens of a sequence, so that a 2,048- or 4,096-token job plans
 #: as before and a 128k-token one may split its sequences over up to 16 GPUs (Llama 3 405B's long-context
 #: stage ran CP 16, Dubey et al. 2024, arXiv:2407.21783, Table 4).

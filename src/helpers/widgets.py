@@ -28,6 +28,9 @@ from .units import DAY
 CUSTOM = "custom"
 CONFIG = "config"
 SEQ_LENS = tuple(2**k for k in range(8, 18))
+#: Training sequence lengths the panels offer: pre-training's usual 2k to 8k, and the long-context
+#: lengths that context parallelism splits over GPUs.
+TRAIN_SEQ_LENS = (1024, 2048, 4096, 8192, 32768, 131072)
 PROMPT_LENS = tuple(2**k for k in range(5, 18))
 OUTPUT_LENS = tuple(2**k for k in range(0, 14))
 GPU_COUNTS = tuple(2**k for k in range(11))
@@ -470,8 +473,7 @@ def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Pane
     controls = _model_controls(model) | {
         "gpu": w.Dropdown(options=gpus.names(), value=gpu, description="GPU"),
         "n_gpus": w.SelectionSlider(options=PLAN_COUNTS, value=512, description="GPUs"),
-        "seq_len": w.SelectionSlider(options=(1024, 2048, 4096, 8192, 32768, 131072), value=4096,
-                                     description="sequence (tokens)"),
+        "seq_len": w.SelectionSlider(options=TRAIN_SEQ_LENS, value=4096, description="sequence (tokens)"),
     }
 
     def result(model, size_b, config, gpu, n_gpus, seq_len):
@@ -575,6 +577,8 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
         "tokens_b": _tokens_slider(2000, smallest=0.1),
         "deadline_days": w.IntSlider(value=select.DEFAULT_DEADLINE_DAYS, min=1, max=365, description="deadline (days)"),
         "budget_usd": w.BoundedFloatText(value=0.0, min=0.0, max=1e10, description="budget, $ (0: none)"),
+        "seq_len": w.SelectionSlider(options=TRAIN_SEQ_LENS, value=planner.DEFAULT_SEQ_LEN,
+                                     description="training: sequence (tokens)"),
         "requests_per_s": w.BoundedFloatText(value=2.0, min=0.0, max=1e5, step=0.5,
                                              description="serving: requests/s (0: a fixed batch)"),
         "prompt_len": w.SelectionSlider(options=PROMPT_LENS, value=1024, description="prompt tokens"),
@@ -586,10 +590,10 @@ def selector(model: str = "llama-2-70b", task: str = "pretrain") -> Panel:
         "context_len": w.SelectionSlider(options=SEQ_LENS, value=4096, description="fixed-batch context"),
     }
 
-    def result(model, size_b, config, task, tokens_b, deadline_days, budget_usd, requests_per_s, prompt_len, output_len,
-               ttft_ms, tpot_ms, hides_host, batch_size, context_len):
+    def result(model, size_b, config, task, tokens_b, deadline_days, budget_usd, seq_len, requests_per_s, prompt_len,
+               output_len, ttft_ms, tpot_ms, hides_host, batch_size, context_len):
         return select.recommend(_model(model, size_b, config), task=task, tokens=tokens_b * 1e9, deadline_days=deadline_days,
-                                budget_usd=budget_usd or None, requests_per_s=requests_per_s or None,
+                                budget_usd=budget_usd or None, seq_len=seq_len, requests_per_s=requests_per_s or None,
                                 prompt_len=prompt_len, output_len=output_len, ttft_s=ttft_ms / 1000 or None,
                                 tpot_s=tpot_ms / 1000 or None, host_seconds=0.0 if hides_host else None,
                                 batch_size=batch_size, context_len=context_len)
