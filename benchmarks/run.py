@@ -60,6 +60,10 @@ def _moe() -> pd.DataFrame:
     return select.recommend("qwen3-30b-a3b", tokens=1e12)
 
 
+def _long() -> pd.DataFrame:
+    return select.recommend("llama-3-70b", tokens=1e11, seq_len=131072)
+
+
 def _traffic() -> pd.DataFrame:
     return select.recommend("llama-3-70b", task="serve", requests_per_s=5, prompt_len=2048, output_len=512,
                             ttft_s=2.0, tpot_s=0.05)
@@ -69,6 +73,8 @@ SELECTOR = {
     "pretrain Llama 2 70B on 2T tokens (a deadline or budget move)": _dense,
     "pretrain Llama 2 70B on 2T tokens (cold caches: a new model)": lambda: _cold(_dense),
     "pretrain Qwen3-30B-A3B on 1T tokens (cold caches: a mixture of experts, expert parallelism tried)": lambda: _cold(_moe),
+    "pretrain Llama 3 70B on 100B tokens of 131k-token sequences (cold caches: context parallelism tried)":
+        lambda: _cold(_long),
     "serve Llama 2 7B at batch 1 (a latency or budget move)": lambda: select.recommend("llama-2-7b", task="serve"),
     "serve Llama 2 7B at batch 1 (cold caches)": lambda: _cold(lambda: select.recommend("llama-2-7b", task="serve")),
     "serve Llama 3 70B at 5 requests/s (a latency or budget move)": _traffic,
@@ -166,7 +172,10 @@ def selector() -> list[str]:
              "for the whole catalog (`planner.catalog`: each GPU's rates, `steptime.rates`, repeated over its own "
              f"layouts, `steptime.stacked`; {_rows(_dense, 'terms'):,} layouts for Llama 2 70B, half the time of one "
              "call per GPU, whose fixed cost of some 150 numpy operations was a third of the sweep; "
-             f"{_rows(_moe, 'terms'):,} layouts for Qwen3-30B-A3B, whose expert parallelism multiplies them). A micro-batch's work and the data-parallel "
+             f"{_rows(_moe, 'terms'):,} layouts for Qwen3-30B-A3B, whose expert parallelism multiplies them; "
+             f"{_rows(_long, 'terms'):,} for Llama 3 70B at 131k tokens, whose context parallelism of 2 to 16 "
+             "does too, where a sequence is long enough to split: `planner.context_degrees`, none at 2k or 4k "
+             "tokens, so that the sweeps above time the layouts they did without it). A micro-batch's work and the data-parallel "
              "collectives depend on a few of a layout's values only, so `steptime.terms` computes them once per "
              "distinct GPU, tensor-parallel degree, micro-batch and expert-parallel degree (the collectives: per "
              "GPU, tp, pp, dp and ep) and spreads them back (`steptime._per_distinct`, a hash of the "
@@ -282,7 +291,11 @@ def training_validation() -> list[str]:
     lines += ["", f"All {len(test)} test runs: median abs. error {test['time error'].abs().median():.1%}, "
               f"{test['inside band'].mean():.0%} inside the band. The {len(named)} runs of the families the "
               f"model set out to match (`validation.REFERENCE_FAMILIES`, target 5 %): {named['time error'].abs().median():.1%}, "
-              f"{named['inside band'].mean():.0%} inside.", "",
+              f"{named['inside band'].mean():.0%} inside. The {test['short step'].sum()} whose step the model puts under "
+              f"{steptime.SHORT_STEP_S * 1000:.0f} ms (`steptime.SHORT_STEP_S`, a known miss: MLPerf's Llama 3.1 8B on 32 to "
+              f"512 Blackwell GPUs) are {test.loc[test['short step'], 'time error'].abs().median():.0%} off in median; "
+              f"without them, {test.loc[~test['short step'], 'time error'].abs().median():.1%} and "
+              f"{test.loc[~test['short step'], 'inside band'].mean():.0%} inside.", "",
               f"Whole runs ({len(e2e)}, GPU-hours; the published layout where there is one, else the planner's; the goodput "
               f"band unless the GPU-hours were derived from a steady throughput): median abs. error "
               f"{e2e['time error'].abs().median():.1%}, {e2e['inside band'].mean():.0%} inside the band. llm-analysis, "
