@@ -70,6 +70,17 @@ def test_training_memory_without_flash_attention_stores_the_scores(training):
     assert training.result.activations > 2 * memory.training("llama-2-7b", recompute="none", seq_len=8192).activations
 
 
+def test_training_memory_splits_a_long_sequence_over_context_parallel_gpus(training):
+    """At 128k tokens, CP 8 keeps an eighth of each sequence's activations on a GPU; CP without
+    FlashAttention is refused with the model layer's message, not a traceback."""
+    training.set(recompute="full", seq_len=131072, cp=8)
+    assert training.result == memory.training("llama-2-7b", recompute="full", seq_len=131072, cp=8)
+    assert training.result.activations < memory.training("llama-2-7b", recompute="full", seq_len=131072).activations / 4
+    assert "each over 8 GPUs" in training.figure.axes[0].get_title()
+    training.set(flash_attention=False)
+    assert training.result is None and training.message.startswith("cp=8 needs")
+
+
 def test_size_and_token_sliders_stop_at_values_a_reader_can_name(training):
     stops = [value for _, value in training.controls["size_b"].options]
     assert stops[0] == 0.1 and {7, 70, 1000} <= set(stops)  # 0.1B: the smallest dense() accepts

@@ -257,6 +257,7 @@ def training_memory(model: str = "llama-2-7b") -> Panel:
         "flash_attention": w.Dropdown(options=(("yes", True), ("no", False)), value=True, description="FlashAttention"),
         "zero_stage": w.Dropdown(options=memory.ZERO_STAGES, value=0, description="ZeRO stage"),
         "n_gpus": w.SelectionSlider(options=GPU_COUNTS, value=1, description="data-parallel GPUs"),
+        "cp": w.SelectionSlider(options=planner.CP_DEGREES, value=1, description="GPUs per sequence (CP)"),
     }
 
     def compute(model, size_b, config, n_gpus, **kw):
@@ -266,7 +267,8 @@ def training_memory(model: str = "llama-2-7b") -> Panel:
         label = _model(model, size_b, config).display_name
         plots.memory_bars(plots.subplots(fig), {label: result}, capacities=_capacities(),
                           title=f"Training memory per GPU: {label}, {kw['method']}, {kw['dtype']}, {kw['optimizer']}, "
-                          f"{kw['micro_batch_size']} x {kw['seq_len']:,} tokens")
+                          f"{kw['micro_batch_size']} x {kw['seq_len']:,} tokens" +
+                                (f", each over {kw['cp']} GPUs" if kw["cp"] > 1 else ""))
 
     def table(result, **kw):
         return memory.fits_table(result)[["GPU", "memory (GB, vendor)", "needed (GB)", "fits", "headroom (GB)"]]
