@@ -71,6 +71,8 @@ def test_steps_shorter_than_a_quarter_second_are_a_known_miss(runs):
     short = test[test["short step"]]
     assert len(short) >= 8 and set(short["family"]) == {"mlperf-training"}
     assert (short["time error"] < -0.15).all() and short["time error"].median() < -0.25
+    off = short["time error"].abs()
+    assert (round(off.min(), 2), round(off.max(), 2)) == steptime.SHORT_STEP_MISS  # what the selector and panel say
     context = test[test["layout"].str.contains(" CP ") & ~test["short step"]]
     assert set(context["id"]) == {"M169", "M174"} and context["time error"].abs().max() <= 0.10
 

@@ -605,5 +605,5 @@ def test_a_plan_of_short_steps_says_the_model_is_known_to_be_too_fast_there():
         return select.options("llama-2-7b", task="pretrain", tokens=2e12, deadline_days=days,
                               gpu_names=["H100-SXM5-80GB"]).options[0]
     fast, slow = best(1), best(30)
-    assert fast.step < steptime.SHORT_STEP_S and "20-60 % too fast" in fast.reason
-    assert slow.step > 1 and "20-60 % too fast" not in slow.reason
+    assert fast.step < steptime.SHORT_STEP_S and "20%-60% too fast" in fast.reason
+    assert slow.step > 1 and "too fast" not in slow.reason

@@ -207,7 +207,7 @@ def test_parallelism_panel_shows_the_planners_layout_and_refuses_idle_gpus():
     panel.set(model="llama-2-70b", gpu="H100-SXM5-80GB", n_gpus=256, seq_len=131072)  # long sequences split
     assert " CP 16 " in panel.table.iloc[0]["layout"]  # its key-value ring hides behind 128k-token attention
     panel.set(model="llama-2-7b", n_gpus=4096, seq_len=2048)  # a short step: the model is known to be too fast there
-    assert panel.table.iloc[0]["step (s)"] < steptime.SHORT_STEP_S and "this model was 20-60 % too fast" in panel.figure.texts[0].get_text()
+    assert panel.table.iloc[0]["step (s)"] < steptime.SHORT_STEP_S and "this model was 20%-60% too fast" in panel.figure.texts[0].get_text()
     panel.set(model="custom", size_b=0.1, n_gpus=4096, seq_len=8192)  # a 0.1B model's batch cannot feed 4096 GPUs
     assert panel.result is None and "choose fewer GPUs" in panel.message
 

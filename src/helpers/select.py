@@ -229,7 +229,8 @@ def _training_verdict(o: Option, deadline_days: float | None, budget_usd: float 
                           if _priced(o) else _UNPRICED)
     caveat = "" if o.calibrated else f"; no {gpus.get(o.gpu).architecture} run calibrates the step model"
     if o.step < steptime.SHORT_STEP_S:
-        caveat += f"; steps of {o.step * 1000:,.0f} ms, where this model was 20-60 % too fast on published runs"
+        low, high = steptime.SHORT_STEP_MISS
+        caveat += f"; steps of {o.step * 1000:,.0f} ms, where this model was {low:.0%}-{high:.0%} too fast on published runs"
     if o.scaling_efficiency < INTERCONNECT_FLOOR:
         return "interconnect", (f"{o.days:,.1f} days, but only {o.scaling_efficiency:.0%} scaling efficiency "
                                 f"({o.limit} sets the pace){caveat}")

@@ -42,8 +42,8 @@ def training_runs() -> pd.DataFrame:
     used for neither the fit nor the band.
 
     ``short step``: whether the predicted step is shorter than :data:`steptime.SHORT_STEP_S`, where
-    the model is known to be too fast. Beside each, ``half-peak error``: the time error of a plain constant, every FLOP of the layout
-    (its recomputation included) at half the dense peak, with no communication and no downtime
+    the model is known to be too fast. Beside each, ``half-peak error``: the time error of a plain
+    constant, every FLOP of the layout (its recomputation included) at half the dense peak, with no communication and no downtime
     (:func:`compute.training_time` with ``mfu=0.5, goodput=1``): the baseline the step model has to beat."""
     rows = calibration.runs()
     cal = steptime.default_calibration()
