@@ -38,7 +38,7 @@ UNCHECKED = {
     "formats.lazy_constants": "builds a module __getattr__ at import, for the package's own modules",
     "compute.banded_seconds": "bands the terms of the serving step model's own output (serving.decode_seconds, "
                               "serving.batch_seconds), not a reader's input",
-    "gpus.vendor_mean": "averages the step models' own fitted parameters (steptime.Calibration, "
+    "gpus.fitted_value": "averages the step models' own fitted parameters (steptime.Calibration, "
                         "serving.ServingCalibration), not a reader's input",
     "memory.check_split": "a checker: raising the ValueError is its whole job",
     "memory.check_ep": "a checker: raising the ValueError is its whole job",
@@ -91,6 +91,7 @@ EXAMPLES = {
                                           batch_size=8, context_len=4096),
     "planner.batch_tokens": dict(model="llama-2-70b", tokens=2e12),
     "planner.context_degrees": dict(seq_len=131072),
+    "steptime.short_step_note": dict(seconds=0.1),
     "planner.catalog": dict(model="llama-2-7b", jobs=[("H100", (8, 64)), ("L40S", (4,))], tokens=1e12),
     "planner.layout_bytes": dict(model=LLAMA, layout=LAYOUT),
     "planner.plan": dict(model="llama-2-7b", gpu="H100", n_gpus=16),

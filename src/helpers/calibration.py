@@ -97,7 +97,7 @@ def candidates(row: pd.Series, n_layers: int) -> dict[str, np.ndarray]:
          if pp > 1 and v <= steptime.max_vpp(n_layers, pp) and (gb // dp // min(micro)) >= pp] or [1]
     combos = [(b, v) for b in micro for v in chunks]
     fixed = {k: int(row[k]) for k in ("tp", "pp", "dp", "global_batch", "zero_stage")}
-    fixed |= {"ep": 1 if pd.isna(row.get("ep")) else int(row["ep"]), "cp": _cp(row)}
+    fixed |= {k: _degree(row, k) for k in ("ep", "cp")}
     arrays = {k: np.full(len(combos), v) for k, v in fixed.items()}
     arrays["micro_batch"] = np.array([b for b, _ in combos])
     arrays["vpp"] = np.array([v for _, v in combos])
@@ -111,16 +111,16 @@ def layout_row(row: pd.Series) -> dict:
     kernel and, where the row states them, the bytes per gradient element reduced) and servers."""
     m = run_model(row)
     return {"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
-            "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"] * _cp(row)),
+            "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"] * _degree(row, "cp")),
             "model": m, "seq_len": int(row["seq_len"]), "candidates": candidates(row, m.n_layers),
             "flags": {**{k: bool(row[k]) for k in FLAGS}, "attention_kernel": _attention_kernel(row),
                       "grad_bytes": None if pd.isna(row.get("grad_bytes")) else int(row["grad_bytes"])},
             "network": run_network(row), "source": row["source"]}
 
 
-def _cp(row: pd.Series) -> int:
-    """The row's context-parallel degree (1 where it states none)."""
-    return 1 if pd.isna(row.get("cp")) else int(row["cp"])
+def _degree(row: pd.Series, name: str) -> int:
+    """The row's expert- or context-parallel degree ``name`` (1 where it states none)."""
+    return 1 if pd.isna(row.get(name)) else int(row[name])
 
 
 def _attention_kernel(row: pd.Series) -> str:

@@ -144,10 +144,14 @@ def vendor_of(architecture: str) -> str | None:
     return next((g.vendor for g in _gpus().values() if g.architecture == architecture), None)
 
 
-def vendor_mean(values: Iterable[tuple[str, float]], architecture: str, default: float) -> float:
-    """The mean of the ``(architecture, value)`` pairs whose architecture comes from ``architecture``'s
-    vendor, else ``default``: what a fitted model gives an architecture without runs of its own, as a
-    vendor's kernel libraries (cuBLAS on NVIDIA's GPUs, hipBLASLt on AMD's) set how close to peak they run."""
+def fitted_value(values: Iterable[tuple[str, float]], architecture: str, default: float) -> float:
+    """What a fitted model gives ``architecture`` of its ``(architecture, value)`` pairs: its own value,
+    else the mean of those whose architecture comes from the same vendor, else ``default``; a vendor's
+    kernel libraries (cuBLAS on NVIDIA's GPUs, hipBLASLt on AMD's) set how close to peak they run."""
+    values = list(values)
+    own = [v for a, v in values if a == architecture]
+    if own:
+        return own[0]
     vendor = vendor_of(architecture)
     same = [v for a, v in values if vendor is not None and vendor_of(a) == vendor]
     return sum(same) / len(same) if same else default

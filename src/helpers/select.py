@@ -228,9 +228,8 @@ def _training_verdict(o: Option, deadline_days: float | None, budget_usd: float 
         return "budget", (f"${o.cost_usd:,.0f} on demand, over the ${budget_usd:,.0f} budget"
                           if _priced(o) else _UNPRICED)
     caveat = "" if o.calibrated else f"; no {gpus.get(o.gpu).architecture} run calibrates the step model"
-    if o.step < steptime.SHORT_STEP_S:
-        low, high = steptime.SHORT_STEP_MISS
-        caveat += f"; steps of {o.step * 1000:,.0f} ms, where this model was {low:.0%}-{high:.0%} too fast on published runs"
+    short = steptime.short_step_note(o.step) if o.step == o.step else ""  # NaN: an option built without its step
+    caveat += f"; {short}" if short else ""
     if o.scaling_efficiency < INTERCONNECT_FLOOR:
         return "interconnect", (f"{o.days:,.1f} days, but only {o.scaling_efficiency:.0%} scaling efficiency "
                                 f"({o.limit} sets the pace){caveat}")

@@ -98,10 +98,9 @@ class ServingCalibration:
 
     def compute_for(self, architecture: str) -> float:
         """Fraction of dense peak for ``architecture``; for an architecture no calibration row ran
-        on, the mean of its vendor's fitted ones (:func:`gpus.vendor_mean`), else of them all."""
+        on, the mean of its vendor's fitted ones (:func:`gpus.fitted_value`), else of them all."""
         values = dict(self.compute_fraction)
-        return values[architecture] if architecture in values else \
-            gpus.vendor_mean(self.compute_fraction, architecture, sum(values.values()) / len(values) if values else 0.6)
+        return gpus.fitted_value(self.compute_fraction, architecture, sum(values.values()) / len(values) if values else 0.6)
 
     def dequant_for(self, family: str) -> float:
         """CUDA-core operations per byte of weights to dequantize them in the kernel ``family``

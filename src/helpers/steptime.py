@@ -96,10 +96,11 @@ FLASH1_ARCHITECTURES = ("Volta", "Turing")
 #: PyTorch DDP's and Megatron's gradient bucket (``bucket_cap_mb=25``; Li et al. 2020, arXiv:2006.15704).
 BUCKET_BYTES = 25 * 2**20
 #: Steps shorter than this (seconds, as the model predicts them) are where it is known to be too fast:
-#: on every published run with such steps its time came out :data:`SHORT_STEP_MISS` short (MLPerf Training v5.1,
-#: Llama 3.1 8B on 32 to 512 B200, GB200 and GB300 at 1,024 to 4,096 tokens per GPU and step, 90 to
-#: 220 ms; ``benchmarks/results.md``), as if each step paid some 30 to 90 ms the terms above do not
-#: have. The validation reports those runs apart, and the selector says so of such a plan.
+#: on every published test run with such steps its time came out :data:`SHORT_STEP_MISS` short, as if
+#: each step paid a fixed cost the terms above do not have (the rows ``short step`` marks in
+#: :func:`validation.training_runs`; their figures are in the validation appendix and
+#: ``benchmarks/results.md``). The selector and the 3D-parallelism panel say so of such a plan
+#: (:func:`short_step_note`).
 SHORT_STEP_S = 0.25
 #: How much too fast the model was on those runs, least and most (a test keeps it in step with the data).
 SHORT_STEP_MISS = (0.20, 0.60)
@@ -304,12 +305,12 @@ class Calibration:
     def efficiency(self, architecture: str, dtype: str) -> float:
         """GEMM efficiency for ``architecture``/``dtype``: the fitted value, else the
         architecture's 16-bit value, else the mean of the fitted 16-bit values of the same vendor's
-        architectures (:func:`gpus.vendor_mean`), else :attr:`default_efficiency` (the mean of them all)."""
+        architectures (:func:`gpus.fitted_value`), else :attr:`default_efficiency` (the mean of them all)."""
         table = dict(self.gemm_efficiency)
         for key in (f"{architecture}/{dtype}", f"{architecture}/bf16", f"{architecture}/fp16"):
             if key in table:
                 return table[key]
-        return gpus.vendor_mean(_sixteen_bit(self.gemm_efficiency), architecture, self.default_efficiency)
+        return gpus.fitted_value(_sixteen_bit(self.gemm_efficiency), architecture, self.default_efficiency)
 
     def covers(self, architecture: str) -> bool:
         """Whether runs on ``architecture`` took part in the fit (else it gets the defaults)."""
@@ -318,9 +319,7 @@ class Calibration:
     def attention(self, architecture: str) -> float:
         """Attention kernels' efficiency relative to GEMMs on ``architecture``: the fitted value, else
         the mean of the same vendor's fitted values, else :attr:`default_attention` (the mean of them all)."""
-        fitted = dict(self.attention_efficiency)
-        return fitted[architecture] if architecture in fitted else \
-            gpus.vendor_mean(self.attention_efficiency, architecture, self.default_attention)
+        return gpus.fitted_value(self.attention_efficiency, architecture, self.default_attention)
 
 
 def _sixteen_bit(gemm_efficiency: tuple[tuple[str, float], ...]) -> list[tuple[str, float]]:
@@ -371,6 +370,16 @@ class StepTime:
     def scaling_efficiency(self) -> float:
         """Share of the step the GPUs spend on the model's own computation: compute over total."""
         return self.compute / self.total
+
+
+def short_step_note(seconds: float) -> str:
+    """'' for a step of at least :data:`SHORT_STEP_S` seconds, else the caveat the selector and the
+    3D-parallelism panel give a plan of such steps."""
+    check_positive("seconds", seconds)
+    if seconds >= SHORT_STEP_S:
+        return ""
+    low, high = SHORT_STEP_MISS
+    return f"steps of {seconds * 1000:,.0f} ms, where this model was {low:.0%}-{high:.0%} too fast on published runs"
 
 
 @cache

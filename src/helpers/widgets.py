@@ -494,12 +494,10 @@ def parallelism(model: str = "llama-2-70b", gpu: str = "H100-SXM5-80GB") -> Pane
     def draw(fig, result, table, model, size_b, config, gpu, n_gpus, seq_len):
         label = _model(model, size_b, config).display_name
         row = table.iloc[0]
-        low, high = steptime.SHORT_STEP_MISS
-        short = (f"\na {row['step (s)'] * 1000:,.0f} ms step: on published steps under {steptime.SHORT_STEP_S * 1000:,.0f} "
-                 f"ms this model was {low:.0%}-{high:.0%} too fast" if row["step (s)"] < steptime.SHORT_STEP_S else "")
+        short = steptime.short_step_note(row["step (s)"])
         plots.parallel_plans(fig, result, n_gpus,
                              title=f"{label} on {gpus.get(gpu).name}, {seq_len:,}-token sequences\n{n_gpus} GPUs: "
-                                   f"{row['layout']}, {row['scaling efficiency']:.0%} scaling efficiency{short}")
+                                   f"{row['layout']}, {row['scaling efficiency']:.0%} scaling efficiency" + (f"\n{short}" if short else ""))
 
     return Panel("3D parallelism", controls, result, draw, table, figsize=(9, 4.2))
 
