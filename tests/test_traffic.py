@@ -191,6 +191,70 @@ def test_cost_per_token_is_inverse_in_utilization_and_breaks_even_where_it_meets
         cost.break_even_utilization(curve, 0)
 
 
+def test_a_scheduler_that_reserves_whole_requests_holds_fewer():
+    """Reserving each request's prompt and whole output at admission holds the batch that fits at
+    prompt + output tokens, not at the mean context; an engine's cap holds at most that many; the
+    step's costs do not change, only how many sequences it holds; bad values are refused by name."""
+    args = dict(tp=2, prompt_len=128, output_len=2048, weight_dtype="fp8")
+    grown = traffic.replica("llama-3-70b", "H100 SXM", **args)
+    reserved = traffic.replica("llama-3-70b", "H100 SXM", reserve_output=True, **args)
+    assert grown.max_batch == memory.max_batch_size("llama-3-70b", "H100 SXM", context_len=128 + 1024, weight_dtype="fp8",
+                                                    kv_dtype="fp8", tp=2)
+    assert reserved.max_batch == memory.max_batch_size("llama-3-70b", "H100 SXM", context_len=128 + 2048,
+                                                       weight_dtype="fp8", kv_dtype="fp8", tp=2)
+    assert reserved.max_batch < 0.6 * grown.max_batch
+    capped = traffic.replica("llama-3-70b", "H100 SXM", max_batch=100, **args)
+    assert capped.max_batch == 100
+    assert traffic.replica("llama-3-70b", "H100 SXM", max_batch=10**6, **args).max_batch == grown.max_batch
+    assert (reserved.fixed, reserved.per_prompt_token, reserved.prefill) == pytest.approx(
+        (grown.fixed, grown.per_prompt_token, grown.prefill), rel=1e-6)  # linearised up to another batch
+    with pytest.raises(ValueError, match="max_batch"):
+        traffic.replica("llama-3-70b", "H100 SXM", max_batch=0, **args)
+    with pytest.raises(ValueError, match="reserve_output"):
+        traffic.replica("llama-3-70b", "H100 SXM", reserve_output="yes", **args)
+
+
+def test_saturated_holds_the_largest_batch():
+    """Every request queued at once: the batch in flight is the replica's largest, each step takes
+    a + B w / O (its decoding and its share of the prompts), and the throughput is B tokens per step."""
+    r = traffic.Replica(fixed=0.010, per_sequence=0.0002, per_prompt_token=0.00001, prefill=0.05, max_batch=500,
+                        prompt_len=1000, output_len=200)
+    at = traffic.saturated(r)
+    step = 0.010 + 500 * r.work_per_request / 200
+    assert at.batch == pytest.approx(500)
+    assert at.time_per_token == pytest.approx(step)
+    assert at.output_tokens_per_s == pytest.approx(500 / step)
+    assert at.utilization < 1
+    assert traffic.saturated(traffic.replica("llama-3-8b", "H100")).batch == pytest.approx(
+        traffic.replica("llama-3-8b", "H100").max_batch)
+    with pytest.raises(ValueError, match="r"):
+        traffic.saturated("llama-3-8b")
+
+
+def test_saturation_against_trtllm_throughput_tables():
+    """TensorRT-LLM 0.17's published maximum throughput (275 runs: Llama 3.1 8B, 70B and 405B and
+    Mixtral 8x7B on A100, H100, H200 and L40S, 1-8 GPUs, prompts of 128-20,000 and outputs of
+    128-4,096 tokens), nothing fitted on them. Dense models within 10 % in median (measured 7.8 %)
+    and 95 % inside the serving band (measured 99 %); reserving each request whole at admission, as
+    TensorRT-LLM's scheduler does, is closer than the default on-demand cache (measured 8.9 %).
+    One or two GPUs, or PCIe cards, within 10 % (measured 7.4 %). The known miss: on four or
+    eight NVLink GPUs the model is too fast, more for the mixture of experts (signed median +27 %
+    at four, +50 % at eight) than for dense models (+16 % at eight); if a change catches it, this
+    test says so."""
+    runs = validation.throughput_runs()
+    assert len(runs) == 275
+    dense = runs[~runs["model"].str.startswith("mixtral")]
+    assert dense["error"].abs().median() <= 0.10
+    assert dense["inside band"].mean() >= 0.95
+    assert dense["error"].abs().median() < dense["on demand error"].abs().median()
+    small = runs[(runs["GPUs"] <= 2) | (runs["GPU"] == "L40S-48GB")]
+    assert small["error"].abs().median() <= 0.10
+    nvlink = runs[(runs["GPUs"] >= 4) & (runs["GPU"] != "L40S-48GB")]
+    moe = nvlink[nvlink["model"].str.startswith("mixtral")]
+    assert moe[moe["GPUs"] == 8]["error"].median() > 0.30
+    assert nvlink[(nvlink["GPUs"] == 8) & ~nvlink.index.isin(moe.index)]["error"].median() > 0.10
+
+
 def test_closed_loop_is_the_first_wave_of_prompts():
     """Clients started together: one client gets one iteration's prefill and batch-1 decode steps;
     with a budget of one prompt per iteration, two clients form two cohorts (hand calculation); the

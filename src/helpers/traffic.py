@@ -125,18 +125,29 @@ class Load:
 def replica(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
             output_len: int = 256, weight_dtype: str = "bf16", kv_dtype: str | None = None,
             split_kv: bool = True, host_seconds: float | None = None,
-            calibration: serving.ServingCalibration | None = None) -> Replica:
+            calibration: serving.ServingCalibration | None = None, reserve_output: bool = False,
+            max_batch: int | None = None) -> Replica:
     """The linearised step of one replica (see the module docstring); ``kv_dtype`` follows the
     weights unless given (:func:`memory.serving_kv_dtype`); ``split_kv`` False for an engine whose
     decoding attention reads each sequence's cache with one thread block per KV head;
     ``host_seconds`` per sequence and step, ``calibration``'s unless given (0: an engine that
-    hides its host work behind the GPU's); ``calibration`` the fitted parameters unless given."""
+    hides its host work behind the GPU's); ``calibration`` the fitted parameters unless given.
+
+    The sequences in flight are as many as the KV cache holds at their mean context (prompt +
+    output / 2), as for an engine that grows each sequence's cache as its tokens come (vLLM's
+    paged allocation); ``reserve_output`` True for a scheduler that admits a request only once the
+    cache for its prompt and all its output is reserved (TensorRT-LLM's default capacity policy,
+    ``GUARANTEED_NO_EVICT``), which holds fewer. ``max_batch`` caps them where the engine does
+    (vLLM's ``max_num_seqs``, TensorRT-LLM's ``max_batch_size``); None: memory alone."""
     check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     kv = kv_dtype if kv_dtype is not None else memory.serving_kv_dtype(weight_dtype)
     check_dtype(kv, formats.names("kv_cache"), "kv_dtype")
     check_bool("split_kv", split_kv)
+    check_bool("reserve_output", reserve_output)
+    if max_batch is not None:
+        check_positive("max_batch", max_batch, integer=True)
     return _replicas(*_checked(model, gpu, tp, prompt_len, output_len), ((weight_dtype, kv),), split_kv,
-                     _with_host(host_seconds, calibration))[0]
+                     _with_host(host_seconds, calibration), reserve_output, max_batch)[0]
 
 
 def replicas(model: "Model | str | float", gpu: "GPU | str", *, tp: int = 1, prompt_len: int = 1024,
@@ -171,13 +182,15 @@ def _checked(model, gpu, tp, prompt_len, output_len) -> tuple[Model, GPU, int, i
 
 @cache
 def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int, pairs: tuple[tuple[str, str], ...],
-              split_kv: bool = True, calibration: serving.ServingCalibration | None = None) -> tuple[Replica, ...]:
+              split_kv: bool = True, calibration: serving.ServingCalibration | None = None,
+              reserve_output: bool = False, max_batch: int | None = None) -> tuple[Replica, ...]:
     """One replica per (weight, KV) format pair, their step times in one array (:func:`serving.batch_totals`),
-    with ``calibration``'s parameters (the fitted ones unless given)."""
+    with ``calibration``'s parameters (the fitted ones unless given); the batch held as :func:`replica` says."""
     cal = calibration or serving.default_calibration()
     context = prompt_len + -(-output_len // 2)
-    full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.reported_memory_bytes, context,
-                              memory.BATCH_LIMIT) for w, k in pairs]
+    held = prompt_len + output_len if reserve_output else context
+    full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.reported_memory_bytes, held,
+                              max_batch or memory.BATCH_LIMIT) for w, k in pairs]
     tops = [max(f, 2) for f in full]
     weights, kvs = zip(*pairs)
     decode, prefill = serving.batch_totals(m, g, tp, weights, kvs, context, prompt_len, [[1, t, 8] for t in tops], cal)
@@ -204,6 +217,15 @@ def load(r: Replica, requests_per_s: float) -> Load:
     batch = requests_per_s * r.output_len * step
     wait = rho * r.work_per_request / (2 * (1 - rho))
     return Load(requests_per_s, rho, step, r.prefill + wait, batch, batch <= r.max_batch)
+
+
+def saturated(r: Replica) -> Load:
+    """The replica ``r`` with every request queued at once (an offline benchmark: trtllm-bench's
+    throughput mode, MLPerf's Offline scenario): as many sequences in flight as it holds,
+    ``r.max_batch``, at the rate that keeps them there, the memory limit of :func:`limits`.
+    Its :attr:`Load.output_tokens_per_s` is the replica's maximum throughput."""
+    check_instance("r", r, Replica, "a traffic.Replica")
+    return load(r, limits(r)["memory"])
 
 
 def closed_loop(r: Replica, concurrency: int, *, token_budget: int = TOKEN_BUDGET) -> Load:

@@ -8,7 +8,9 @@ Inference (``data/inference_runs.csv``): decoding speed, time to first token and
 throughput against the serving step model (:mod:`serving`), calibration and test rows apart; and
 serving under load (``data/loaded_serving_runs.csv``) against :mod:`traffic`, out of sample but
 for the single-client runs, on which the per-block bandwidth of an unsplit cache read is fitted,
-and one model's runs with more clients, on which the host's time per sequence is fitted.
+and one model's runs with more clients, on which the host's time per sequence is fitted; and
+maximum throughput (``data/throughput_runs.csv``, every request queued at once) against
+:func:`traffic.saturated`, nothing fitted.
 
 Memory (``data/memory_runs.csv``): measured peak GPU (and, with offload, host) memory of
 fine-tuning runs with published settings against :func:`memory.training`, nothing fitted; and
@@ -282,6 +284,48 @@ def static_batch_runs() -> pd.DataFrame:
                      **{f"error {k}": predicted[k] / published[k] - 1 for k in predicted},
                      **{f"inside band {k}": max(predicted[k] * low, min(floor[k], predicted[k])) <= published[k] <=
                         predicted[k] * high for k in terms}})
+    return pd.DataFrame(rows)
+
+
+#: The most sequences trtllm-bench lets an engine hold, however many its cache fits: its tuning caps
+#: the engine's ``max_batch_size`` at 4,096 requests (tensorrt_llm/bench/build/tuning.py,
+#: ``finetune_setting``; the 0.17 perf-overview's own example run shows "Max Runtime Batch Size: 4096").
+TRTLLM_BENCH_MAX_BATCH = 4096
+
+
+@cache
+def throughput_runs() -> pd.DataFrame:
+    """TensorRT-LLM 0.17's published maximum throughput (``data/throughput_runs.csv``: output
+    tokens/s of ``trtllm-bench throughput``, every request queued at once, identical synthetic
+    prompts and outputs of fixed lengths) against :func:`traffic.saturated`, nothing fitted on
+    them: the replica holds as many sequences as its KV cache takes with each request's prompt and
+    whole output reserved at admission (TensorRT-LLM's ``GUARANTEED_NO_EVICT``, the default
+    scheduler policy), at most :data:`TRTLLM_BENCH_MAX_BATCH`, and no host time (trtllm-bench
+    drives the runtime in-process: no HTTP server, no streaming). ``on demand error``: the same
+    replica holding sequences at their mean context instead (:func:`traffic.replica`'s default, an
+    engine that grows the cache as tokens come), uncapped. Errors: predicted / published - 1 on
+    tokens/s (positive: too fast); ``inside band``: the published rate within the serving band of
+    the predicted one (:func:`calibration.serving_band`, on time, so that it divides).
+
+    Left out of the published table: the GH200 (not in the catalog), Mixtral 8x22B (not in the
+    catalog) and Mistral 7B, whose release the table does not name (v0.1 attends within a
+    4,096-token window, v0.3 does not; at 20,000 + 2,000 tokens the two differ fivefold in cache).
+    Llama 3.1 8B and 70B are :mod:`models`' Llama 3 8B and 70B, the same shapes (only the position
+    encoding's scaling differs). Computed once (cached; callers must not mutate it)."""
+    low, high = calibration.serving_band()
+    rows = []
+    for _, row in _data.table("throughput_runs").iterrows():
+        kw = dict(tp=int(row["tp"]), prompt_len=int(row["prompt_len"]), output_len=int(row["output_len"]),
+                  weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"], host_seconds=0.0)
+        reserved = traffic.replica(row["model"], row["gpu"], reserve_output=True, max_batch=TRTLLM_BENCH_MAX_BATCH, **kw)
+        at, on_demand = traffic.saturated(reserved), traffic.saturated(traffic.replica(row["model"], row["gpu"], **kw))
+        published = float(row["output_tokens_per_s"])
+        predicted = at.output_tokens_per_s
+        rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
+                     "weights": row["weight_dtype"], "prompt": kw["prompt_len"], "output": kw["output_len"],
+                     "batch": reserved.max_batch, "published tokens/s": published, "predicted tokens/s": predicted,
+                     "error": predicted / published - 1, "on demand error": on_demand.output_tokens_per_s / published - 1,
+                     "inside band": predicted / high <= published <= predicted / low})
     return pd.DataFrame(rows)
 
 
