@@ -395,6 +395,22 @@ def inference_validation() -> list[str]:
         cells = [f"{g['error ' + k].abs().median():.1%} ({g['error ' + k].median():+.0%}) | {g['inside band ' + k].mean():.0%}"
                  for k in ("ms per token", "first token (ms)")]
         lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
+    peak = validation.throughput_runs()
+    moe, pcie = peak["model"].str.startswith("mixtral"), peak["GPU"] == "L40S-48GB"
+    lines += ["", f"Maximum throughput of TensorRT-LLM 0.17 (`validation.throughput_runs`: {len(peak)} runs of its published "
+              "perf-overview tables, every request queued at once, fixed prompt and output lengths, none fitted) against "
+              "`traffic.saturated`, each request's whole output reserved at admission as TensorRT-LLM's scheduler does, at most "
+              f"{validation.TRTLLM_BENCH_MAX_BATCH:,} sequences: median abs. error of the output tokens/s (signed median in "
+              "brackets), the share inside the serving band, and the same replica holding sequences at their mean context "
+              "instead (the default, an engine that grows the cache on demand)", "",
+              "| runs | rows | output tokens/s | inside band | on demand |", "| --- | --- | --- | --- | --- |"]
+    groups = [("all", peak), ("dense models", peak[~moe]), ("Mixtral 8x7B", peak[moe]),
+              ("1-2 GPUs or PCIe (L40S)", peak[(peak["GPUs"] <= 2) | pcie])] + \
+        [(f"{kind}, {n} NVLink GPUs", g) for (kind, n), g in peak[(peak["GPUs"] >= 4) & ~pcie].groupby(
+            [moe.map({True: "Mixtral 8x7B", False: "dense"}), "GPUs"])]
+    for name, g in groups:
+        lines.append(f"| {name} | {len(g)} | {g['error'].abs().median():.1%} ({g['error'].median():+.0%}) | "
+                     f"{g['inside band'].mean():.0%} | {g['on demand error'].abs().median():.1%} |")
     return lines
 
 

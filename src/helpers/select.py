@@ -58,7 +58,8 @@ class Option:
     constraint that decides and why; ``ok``: whether the option meets every constraint; ``calibrated``:
     whether published runs on the GPU's architecture took part in the training step model's fit;
     ``step``: training's seconds per step (the model is known to be too fast below
-    :data:`steptime.SHORT_STEP_S`)."""
+    :data:`steptime.SHORT_STEP_S`); ``caveat``: at a traffic level, where replicas this wide were
+    too fast on published runs (:func:`traffic.wide_group_note`)."""
 
     gpu: str
     n_gpus: int
@@ -82,6 +83,7 @@ class Option:
     ok: bool = False
     calibrated: bool = True
     step: float = nan
+    caveat: str = ""
 
     @property
     def days(self) -> float:
@@ -170,8 +172,8 @@ def _serve_option(m: Model, g: gpus.GPU, tp: int, dtype: str, batch_size: int, c
                   cost_usd=rate * tp / (tps * 3600) * 1e6 if rate else nan)
 
 
-def _traffic_option(g: gpus.GPU, tp: int, dtype: str, r: traffic.Replica, requests_per_s: float, prompt_len: int,
-                    output_len: int, ttft_s: float | None, tpot_s: float | None, most: int) -> Option:
+def _traffic_option(m: Model, g: gpus.GPU, tp: int, dtype: str, r: traffic.Replica, requests_per_s: float,
+                    prompt_len: int, output_len: int, ttft_s: float | None, tpot_s: float | None, most: int) -> Option:
     caps = traffic.limits(r, ttft_s=ttft_s, tpot_s=tpot_s)
     p = traffic._sized(r, g.name, dtype, tp, requests_per_s, caps, max(1, most // tp))
     settings = f"{dtype} weights, tensor parallel {tp}"
@@ -186,7 +188,8 @@ def _traffic_option(g: gpus.GPU, tp: int, dtype: str, r: traffic.Replica, reques
                   time_to_first_token=at.time_to_first_token, utilization=at.utilization,
                   cost_usd=check_result(rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6,
                                         requests_per_s=requests_per_s) if rate else nan,
-                  limit=p.binding, per_replica=p.per_replica_max, replicas=p.replicas)
+                  limit=p.binding, per_replica=p.per_replica_max, replicas=p.replicas,
+                  caveat=traffic.wide_group_note(m, g, tp))
 
 
 #: The reason given where a budget is set and the GPU has no dated price to hold against it.
@@ -216,7 +219,7 @@ def _traffic_verdict(o: Option, budget_usd: float | None) -> tuple[str, str]:
         return "budget", f"{price}, over ${budget_usd:,.2f}" if _priced(o) else _UNPRICED
     return o.limit, (f"{o.per_replica:.3g} requests/s per replica ({o.limit} binds); at this load "
                      f"{o.time_per_token * 1000:,.1f} ms per token, {o.time_to_first_token * 1000:,.0f} ms to the first "
-                     f"token, {o.utilization:.0%} busy; {price}")
+                     f"token, {o.utilization:.0%} busy; {price}" + f"; {o.caveat}" * bool(o.caveat))
 
 
 def _training_verdict(o: Option, deadline_days: float | None, budget_usd: float | None) -> tuple[str, str]:
@@ -317,7 +320,7 @@ def options(model: "Model | str | float", *, task: str = "pretrain", tokens: flo
                 dtypes = serving.serving_formats(g)
                 for dtype, r in zip(dtypes, traffic.replicas(m, g, tp=tp, prompt_len=prompt_len, output_len=output_len,
                                                              weight_dtypes=dtypes, host_seconds=host_seconds)):
-                    tried.append(_traffic_option(g, tp, dtype, r, requests_per_s, prompt_len, output_len, ttft_s,
+                    tried.append(_traffic_option(m, g, tp, dtype, r, requests_per_s, prompt_len, output_len, ttft_s,
                                                  tpot_s, most))
                     verdicts.append(_traffic_verdict(tried[-1], budget_usd))
         elif task == "serve":

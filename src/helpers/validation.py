@@ -379,7 +379,8 @@ def out_of_sample() -> pd.DataFrame:
     the share inside the estimate's band (NaN where it has none). Training: test rows of
     :func:`training_runs` and every whole run; serving: test rows of :func:`inference_runs` by kind
     every test load of :func:`loaded_runs` whose batch fits and every static batch of
-    :func:`static_batch_runs` (by batch size); memory: every fine-tuning run of
+    :func:`static_batch_runs` (by batch size) and every maximum throughput of :func:`throughput_runs`
+    (dense models and mixtures of experts apart); memory: every fine-tuning run of
     :func:`memory_runs` and every static batch's peak (the memory model has no fitted parameter).
     For training, ``half the peak``: the median error of the plain constant of :func:`training_runs`
     (``half-peak error``) on the same runs, the baseline the step model has to beat."""
@@ -405,6 +406,11 @@ def out_of_sample() -> pd.DataFrame:
                       static.loc[rows, "error ms per token"], static.loc[rows, "inside band ms per token"], None))
     parts.append(("static batches, TensorRT-LLM 0.9: time to first token", static["error first token (ms)"],
                   static["inside band first token (ms)"], None))
+    peak = throughput_runs()
+    moe = peak["model"].map(lambda m: models.get(m).is_moe)
+    for name, rows in (("dense models", ~moe), ("mixtures of experts", moe)):
+        parts.append((f"maximum throughput, TensorRT-LLM 0.17: {name}", peak.loc[rows, "error"], peak.loc[rows, "inside band"],
+                      None))
     parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None, None))
     parts.append(("serving memory, TensorRT-LLM 0.9 (peak per GPU)", static["error memory (GB)"], None, None))
     return pd.DataFrame([{"estimate": name, "measurements": len(errors), "median error": errors.abs().median(),
