@@ -31,7 +31,7 @@ from nbclient import NotebookClient  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, planner, plots, select, serving, steptime, traffic, validation, widgets  # noqa: E402
+from helpers import _data, calibration, gpus, models, planner, plots, select, serving, steptime, traffic, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 100, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -396,18 +396,26 @@ def inference_validation() -> list[str]:
                  for k in ("ms per token", "first token (ms)")]
         lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     peak = validation.throughput_runs()
-    moe, pcie = peak["model"].str.startswith("mixtral"), peak["GPU"] == "L40S-48GB"
-    lines += ["", f"Maximum throughput of TensorRT-LLM 0.17 (`validation.throughput_runs`: {len(peak)} runs of its published "
-              "perf-overview tables, every request queued at once, fixed prompt and output lengths, none fitted) against "
-              "`traffic.saturated`, each request's whole output reserved at admission as TensorRT-LLM's scheduler does, at most "
-              f"{validation.TRTLLM_BENCH_MAX_BATCH:,} sequences: median abs. error of the output tokens/s (signed median in "
-              "brackets), the share inside the serving band, and the same replica holding sequences at their mean context "
-              "instead (the default, an engine that grows the cache on demand)", "",
+    share = peak["model"].map(lambda m: models.get(m).n_active_params) / peak["GPUs"]
+    linked = (peak["GPUs"] > 1) & peak["GPU"].map(lambda g: bool(gpus.get(g).gpu_link))
+    small = linked & (share < traffic.SMALL_SHARE_PARAMS)
+    fmt = peak.set_index(["GPU", "weights"]).index.isin(list(traffic.FORMAT_MISS))
+    plain = peak[~small & ~fmt]
+    lines += ["", f"Maximum throughput of TensorRT-LLM (`validation.throughput_runs`: {len(peak)} runs of its published "
+              "perf-overview tables, releases 0.17 and 1.0, every request queued at once, fixed prompt and output lengths, "
+              "none fitted) against `traffic.saturated`, each request's whole output reserved at admission as TensorRT-LLM's "
+              f"scheduler does, at most {validation.TRTLLM_BENCH_MAX_BATCH:,} sequences: median abs. error of the output "
+              "tokens/s (signed median in brackets), the share inside the serving band, and the same replica holding "
+              "sequences at their mean context instead (the default, an engine that grows the cache on demand). The "
+              "selector's caveats (`traffic.peak_note`) mark the two misses: tensor parallelism over a GPU link that leaves "
+              f"each GPU under {traffic.SMALL_SHARE_PARAMS / 1e9:.0f} B active parameters, and NVFP4 on "
+              f"{' and '.join(g for g, _ in traffic.FORMAT_MISS)}.", "",
               "| runs | rows | output tokens/s | inside band | on demand |", "| --- | --- | --- | --- | --- |"]
-    groups = [("all", peak), ("dense models", peak[~moe]), ("Mixtral 8x7B", peak[moe]),
-              ("1-2 GPUs or PCIe (L40S)", peak[(peak["GPUs"] <= 2) | pcie])] + \
-        [(f"{kind}, {n} NVLink GPUs", g) for (kind, n), g in peak[(peak["GPUs"] >= 4) & ~pcie].groupby(
-            [moe.map({True: "Mixtral 8x7B", False: "dense"}), "GPUs"])]
+    groups = [("all", peak), ("without a caveat", plain)] + \
+        [(f"without a caveat, {release}", g) for release, g in plain.groupby("release")] + \
+        [(f"without a caveat, {n} GPU{'s' * (n > 1)}", g) for n, g in plain.groupby("GPUs")] + \
+        [(f"caveat: under {traffic.SMALL_SHARE_PARAMS / 1e9:.0f} B active parameters per linked GPU", peak[small]),
+         ("caveat: NVFP4 on " + " and ".join(g for g, _ in traffic.FORMAT_MISS), peak[fmt & ~small])]
     for name, g in groups:
         lines.append(f"| {name} | {len(g)} | {g['error'].abs().median():.1%} ({g['error'].median():+.0%}) | "
                      f"{g['inside band'].mean():.0%} | {g['on demand error'].abs().median():.1%} |")

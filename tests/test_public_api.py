@@ -131,7 +131,7 @@ EXAMPLES = {
     "traffic.replica": dict(model="llama-3-8b", gpu="A100 80GB", tp=2, prompt_len=1024, output_len=256,
                             weight_dtype="int8", reserve_output=True, max_batch=512),
     "traffic.saturated": dict(r=REPLICA),
-    "traffic.wide_group_note": dict(model="mixtral-8x7b", gpu="H100", tp=8),
+    "traffic.peak_note": dict(model="mixtral-8x7b", gpu="H100", tp=8, weight_dtype="fp8"),
     "traffic.replicas": dict(model="llama-3-8b", gpu="A100 80GB", tp=2, prompt_len=1024, output_len=256,
                              weight_dtypes=("int8", "bf16")),
     "validation.ddp_runs": dict(overlap=0.5),

@@ -79,8 +79,7 @@ OUT_OF_SAMPLE_KEYS = (("train-median", "training step, steady state", 1),
                       ("trt-step-32-median", "static batches, TensorRT-LLM 0.9: decoding step at batch 32 or more", 1),
                       ("trt-first-median", "static batches, TensorRT-LLM 0.9: time to first token", 1),
                       ("trt-memory-median", "serving memory, TensorRT-LLM 0.9 (peak per GPU)", 1),
-                      ("peak-dense-median", "maximum throughput, TensorRT-LLM 0.17: dense models", 1),
-                      ("peak-moe-median", "maximum throughput, TensorRT-LLM 0.17: mixtures of experts", 0))
+                      ("peak-plain-median", "maximum throughput, TensorRT-LLM: without a caveat", 1))
 
 
 #: The same for the baseline of the training estimates, half the peak on every FLOP (``half the peak``).

@@ -59,7 +59,7 @@ class Option:
     whether published runs on the GPU's architecture took part in the training step model's fit;
     ``step``: training's seconds per step (the model is known to be too fast below
     :data:`steptime.SHORT_STEP_S`); ``caveat``: at a traffic level, where replicas this wide were
-    too fast on published runs (:func:`traffic.wide_group_note`)."""
+    too fast on published runs (:func:`traffic.peak_note`)."""
 
     gpu: str
     n_gpus: int
@@ -189,7 +189,7 @@ def _traffic_option(m: Model, g: gpus.GPU, tp: int, dtype: str, r: traffic.Repli
                   cost_usd=check_result(rate * p.n_gpus / (requests_per_s * (prompt_len + output_len) * 3600) * 1e6,
                                         requests_per_s=requests_per_s) if rate else nan,
                   limit=p.binding, per_replica=p.per_replica_max, replicas=p.replicas,
-                  caveat=traffic.wide_group_note(m, g, tp))
+                  caveat=traffic.peak_note(m, g, tp, dtype))
 
 
 #: The reason given where a budget is set and the GPU has no dated price to hold against it.

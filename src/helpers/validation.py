@@ -295,23 +295,28 @@ TRTLLM_BENCH_MAX_BATCH = 4096
 
 @cache
 def throughput_runs() -> pd.DataFrame:
-    """TensorRT-LLM 0.17's published maximum throughput (``data/throughput_runs.csv``: output
-    tokens/s of ``trtllm-bench throughput``, every request queued at once, identical synthetic
-    prompts and outputs of fixed lengths) against :func:`traffic.saturated`, nothing fitted on
-    them: the replica holds as many sequences as its KV cache takes with each request's prompt and
-    whole output reserved at admission (TensorRT-LLM's ``GUARANTEED_NO_EVICT``, the default
-    scheduler policy), at most :data:`TRTLLM_BENCH_MAX_BATCH`, and no host time (trtllm-bench
-    drives the runtime in-process: no HTTP server, no streaming). ``on demand error``: the same
-    replica holding sequences at their mean context instead (:func:`traffic.replica`'s default, an
-    engine that grows the cache as tokens come), uncapped. Errors: predicted / published - 1 on
-    tokens/s (positive: too fast); ``inside band``: the published rate within the serving band of
-    the predicted one (:func:`calibration.serving_band`, on time, so that it divides).
+    """TensorRT-LLM's published maximum throughput (``data/throughput_runs.csv``: output tokens/s of
+    ``trtllm-bench throughput``, every request queued at once, identical synthetic prompts and
+    outputs of fixed lengths, from the perf-overview tables of releases 0.17 and 1.0) against
+    :func:`traffic.saturated`, nothing fitted on them: the replica holds as many sequences as its
+    KV cache takes with each request's prompt and whole output reserved at admission
+    (TensorRT-LLM's ``GUARANTEED_NO_EVICT``, the default scheduler policy), at most
+    :data:`TRTLLM_BENCH_MAX_BATCH`, and no host time (trtllm-bench drives the runtime in-process:
+    no HTTP server, no streaming). ``on demand error``: the same replica holding sequences at their
+    mean context instead (:func:`traffic.replica`'s default, an engine that grows the cache as
+    tokens come), uncapped. Errors: predicted / published - 1 on tokens/s (positive: too fast);
+    ``inside band``: the published rate within the serving band of the predicted one
+    (:func:`calibration.serving_band`, on time, so that it divides); ``release``: the engine's.
 
-    Left out of the published table: the GH200 (not in the catalog), Mixtral 8x22B (not in the
-    catalog) and Mistral 7B, whose release the table does not name (v0.1 attends within a
-    4,096-token window, v0.3 does not; at 20,000 + 2,000 tokens the two differ fivefold in cache).
-    Llama 3.1 8B and 70B are :mod:`models`' Llama 3 8B and 70B, the same shapes (only the position
-    encoding's scaling differs). Computed once (cached; callers must not mutate it)."""
+    FP8 runs quantize weights and KV cache to FP8 (the 0.17 tables' A100 column runs FP16); NVFP4
+    runs are read with an FP8 KV cache, as NVIDIA's FP4 checkpoints ship it (assumed). Llama 3.1
+    8B and 70B are :mod:`models`' Llama 3 8B and 70B, the same shapes (only the position encoding's
+    scaling differs). Left out: GPUs outside the catalog (GH200), models outside it (Mixtral 8x22B),
+    Mistral 7B, whose release the table does not name (v0.1 attends within a 4,096-token window,
+    v0.3 does not; at 20,000 + 2,000 tokens the two differ fivefold in cache), release 1.0's
+    mixtures of experts, whose expert and attention parallelism the table does not state, and its
+    RTX PRO 6000 runs split into pipeline stages (not modelled). Computed once (cached; callers must
+    not mutate it)."""
     low, high = calibration.serving_band()
     rows = []
     for _, row in _data.table("throughput_runs").iterrows():
@@ -321,7 +326,7 @@ def throughput_runs() -> pd.DataFrame:
         at, on_demand = traffic.saturated(reserved), traffic.saturated(traffic.replica(row["model"], row["gpu"], **kw))
         published = float(row["output_tokens_per_s"])
         predicted = at.output_tokens_per_s
-        rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
+        rows.append({"id": row["id"], "release": row["engine"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
                      "weights": row["weight_dtype"], "prompt": kw["prompt_len"], "output": kw["output_len"],
                      "batch": reserved.max_batch, "published tokens/s": published, "predicted tokens/s": predicted,
                      "error": predicted / published - 1, "on demand error": on_demand.output_tokens_per_s / published - 1,
@@ -380,7 +385,7 @@ def out_of_sample() -> pd.DataFrame:
     :func:`training_runs` and every whole run; serving: test rows of :func:`inference_runs` by kind
     every test load of :func:`loaded_runs` whose batch fits and every static batch of
     :func:`static_batch_runs` (by batch size) and every maximum throughput of :func:`throughput_runs`
-    (dense models and mixtures of experts apart); memory: every fine-tuning run of
+    (apart where :func:`traffic.peak_note` gives a caveat); memory: every fine-tuning run of
     :func:`memory_runs` and every static batch's peak (the memory model has no fitted parameter).
     For training, ``half the peak``: the median error of the plain constant of :func:`training_runs`
     (``half-peak error``) on the same runs, the baseline the step model has to beat."""
@@ -407,9 +412,10 @@ def out_of_sample() -> pd.DataFrame:
     parts.append(("static batches, TensorRT-LLM 0.9: time to first token", static["error first token (ms)"],
                   static["inside band first token (ms)"], None))
     peak = throughput_runs()
-    moe = peak["model"].map(lambda m: models.get(m).is_moe)
-    for name, rows in (("dense models", ~moe), ("mixtures of experts", moe)):
-        parts.append((f"maximum throughput, TensorRT-LLM 0.17: {name}", peak.loc[rows, "error"], peak.loc[rows, "inside band"],
+    noted = pd.Series([bool(traffic.peak_note(m, g, n, w)) for m, g, n, w in
+                       zip(peak["model"], peak["GPU"], peak["GPUs"], peak["weights"])], index=peak.index)
+    for name, rows in (("without a caveat", ~noted), ("where the selector gives a caveat", noted)):
+        parts.append((f"maximum throughput, TensorRT-LLM: {name}", peak.loc[rows, "error"], peak.loc[rows, "inside band"],
                       None))
     parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None, None))
     parts.append(("serving memory, TensorRT-LLM 0.9 (peak per GPU)", static["error memory (GB)"], None, None))
