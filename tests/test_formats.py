@@ -65,6 +65,19 @@ def test_fp4_weights_compute_in_fp4_on_blackwell_and_dequantize_elsewhere():
     assert b200["nvfp4"] > 1.3 * b200["fp8"]  # fewer bytes and no dequantization on the way
 
 
+def test_nvfp4_is_native_on_nvidia_only():
+    """An MI355X has FP4 tensor cores, but its block-scaled instructions take MXFP4's E8M0 scales per
+    32 values, not NVFP4's E4M3 scales per 16: it serves MXFP4 as it is, and NVFP4 weights would be
+    unpacked like int4, so the selector never offers them there."""
+    assert formats.native_on("nvfp4", "NVIDIA") and not formats.native_on("nvfp4", "AMD")
+    assert formats.native_on("mxfp4", "AMD") and formats.native_on("fp8", "AMD")
+    assert serving.compute_dtype("MI355X", "mxfp4") == "fp4" and serving.kernel_family("MI355X", "mxfp4") == ""
+    assert serving.compute_dtype("MI355X", "nvfp4") == "bf16" and serving.kernel_family("MI355X", "nvfp4") == "int4"
+    assert "nvfp4" not in serving.serving_formats("MI355X") and "mxfp4" in serving.serving_formats("MI355X")
+    with pytest.raises(ValueError, match="dtype"):
+        formats.native_on("fp5", "AMD")
+
+
 def test_the_tensor_parallel_degree_is_tp_everywhere_and_n_gpus_still_answers():
     """Serving functions called the tensor-parallel degree ``n_gpus``; it is ``tp`` now, as in
     training layouts, and the old keyword works for one release with a warning."""

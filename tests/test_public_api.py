@@ -65,6 +65,7 @@ EXAMPLES = {
     "memory.activation_value_bytes": dict(dtype="tf32"),
     "compare.frame": dict(estimates=()),
     "claims.get": dict(claim_id="weights-175b"),
+    "formats.native_on": dict(dtype="nvfp4", vendor="AMD"),
     "claims.title": dict(claim_id="gpt3-175b"),
     "compute.decode_step": dict(model="llama-2-7b", batch_size=4, context_len=1024, weight_dtype="int8", tp=2),
     "compute.run_time": dict(plan=planner.plan("llama-2-7b", "H100", 8), tokens=1e11, goodput=0.9),

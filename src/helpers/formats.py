@@ -4,9 +4,10 @@ every function, widget and the selector (``data/number_formats.csv``).
 Roles: ``weights`` (how inference weights may be stored), ``kv_cache`` (how a KV cache may be
 stored), ``training`` (the compute format of a training step) and ``tensor_core`` (a format
 with a peak rate in the GPU catalog). A stored weight format computes in ``computes_in`` where a
-GPU has that tensor-core rate (FP8 on Hopper, FP4 on Blackwell); elsewhere it is dequantized to
-16 bits on the CUDA cores like the kernel family ``dequantized_as`` (int8, int4), or, where that
-is empty, read as it is.
+GPU has that tensor-core rate (FP8 on Hopper, FP4 on Blackwell) and, where ``native_vendors``
+names some, is made by one of them (NVFP4's E4M3 block scales: NVIDIA only); elsewhere it is
+dequantized to 16 bits on the CUDA cores like the kernel family ``dequantized_as`` (int8, int4),
+or, where that is empty, read as it is.
 """
 
 import warnings
@@ -24,7 +25,8 @@ ROLES = ("weights", "kv_cache", "training", "tensor_core")
 def _table() -> pd.DataFrame:
     table = _data.table("number_formats").set_index("dtype")
     return table.assign(roles=table["roles"].fillna("").str.split(";"), computes_in=table["computes_in"].fillna(""),
-                        dequantized_as=table["dequantized_as"].fillna(""))
+                        dequantized_as=table["dequantized_as"].fillna(""),
+                        native_vendors=table["native_vendors"].fillna("").str.split(";"))
 
 
 @cache
@@ -48,6 +50,13 @@ def storage_bits() -> dict[str, float]:
 def computes_in(dtype: str) -> str:
     """The tensor-core format weights stored as ``dtype`` feed, where a GPU has it ('' if none)."""
     return _column("computes_in")[_known(dtype)]
+
+
+def native_on(dtype: str, vendor: str) -> bool:
+    """Whether ``vendor``'s tensor cores can read ``dtype`` as it is, given the rate of its
+    ``computes_in`` format (every vendor's, unless the table's ``native_vendors`` names some)."""
+    vendors = _column("native_vendors")[_known(dtype)]
+    return vendors == [""] or vendor in vendors
 
 
 def dequantized_as(dtype: str) -> str:

@@ -187,8 +187,8 @@ class Steps:
 def compute_dtype(gpu: "GPU | str", dtype: str) -> str:
     """The tensor-core format a model stored as ``dtype`` computes in: its own narrower-than-16-bit
     format where the GPU has it (:func:`formats.computes_in`: FP8 on Hopper and later, FP4 for
-    NVFP4 and MXFP4 on Blackwell), else BF16 (FP16 on GPUs without BF16), the weight-only formats
-    dequantized to 16 bits on the way."""
+    NVFP4 and MXFP4 on Blackwell, MXFP4 alone on CDNA 4: :func:`formats.native_on`), else BF16
+    (FP16 on GPUs without BF16), the weight-only formats dequantized to 16 bits on the way."""
     check_dtype(dtype, formats.names("weights"))
     return _compute_dtype(gpus.get(gpu), dtype)
 
@@ -196,7 +196,7 @@ def compute_dtype(gpu: "GPU | str", dtype: str) -> str:
 @cache
 def _compute_dtype(gpu: GPU, dtype: str) -> str:
     native = formats.computes_in(dtype)
-    if native and formats.storage_bits()[native] < 16 and gpu.supports(native):
+    if native and formats.storage_bits()[native] < 16 and gpu.supports(native) and formats.native_on(dtype, gpu.vendor):
         return native
     return "bf16" if gpu.supports("bf16") else "fp16"
 
