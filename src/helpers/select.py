@@ -58,8 +58,8 @@ class Option:
     constraint that decides and why; ``ok``: whether the option meets every constraint; ``calibrated``:
     whether published runs on the GPU's architecture took part in the training step model's fit;
     ``step``: training's seconds per step (the model is known to be too fast below
-    :data:`steptime.SHORT_STEP_S`); ``caveat``: at a traffic level, where replicas this wide were
-    too fast on published runs (:func:`traffic.peak_note`)."""
+    :data:`steptime.SHORT_STEP_S`); ``caveat``: at a traffic level, where replicas like this one came
+    out too fast at peak throughput on published runs (:func:`traffic.peak_note`)."""
 
     gpu: str
     n_gpus: int

@@ -29,6 +29,9 @@ the smallest cap is the replica's sustainable rate, and the constraint that sets
 
 Benchmarks that hold a fixed number of clients in flight (closed loop) start them together, and
 what they measure is met by :func:`closed_loop`, the first wave of prompts arriving at once.
+Benchmarks that queue every request at once (offline) hold the largest batch the replica takes,
+:func:`saturated`; on TensorRT-LLM's published ones two kinds of replica came out too fast, which
+:func:`peak_note` names for the selector.
 
 **The host's share.** A serving engine's CPU spends time on every sequence of every step:
 scheduling it, detokenising its new token and streaming it to the client. Where that work runs
