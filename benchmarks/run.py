@@ -31,7 +31,7 @@ from nbclient import NotebookClient  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, gpus, models, planner, plots, select, serving, steptime, traffic, validation, widgets  # noqa: E402
+from helpers import _data, calibration, planner, plots, select, serving, steptime, traffic, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 100, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -396,11 +396,7 @@ def inference_validation() -> list[str]:
                  for k in ("ms per token", "first token (ms)")]
         lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     peak = validation.throughput_runs()
-    share = peak["model"].map(lambda m: models.get(m).n_active_params) / peak["GPUs"]
-    linked = (peak["GPUs"] > 1) & peak["GPU"].map(lambda g: bool(gpus.get(g).gpu_link))
-    small = linked & (share < traffic.SMALL_SHARE_PARAMS)
-    fmt = peak.set_index(["GPU", "weights"]).index.isin(list(traffic.FORMAT_MISS))
-    plain = peak[~small & ~fmt]
+    plain = peak[~peak["caveat"]]
     lines += ["", f"Maximum throughput of TensorRT-LLM (`validation.throughput_runs`: {len(peak)} runs of its published "
               "perf-overview tables, releases 0.17 and 1.0, every request queued at once, fixed prompt and output lengths, "
               "none fitted) against `traffic.saturated`, each request's whole output reserved at admission as TensorRT-LLM's "
@@ -414,8 +410,8 @@ def inference_validation() -> list[str]:
     groups = [("all", peak), ("without a caveat", plain)] + \
         [(f"without a caveat, {release}", g) for release, g in plain.groupby("release")] + \
         [(f"without a caveat, {n} GPU{'s' * (n > 1)}", g) for n, g in plain.groupby("GPUs")] + \
-        [(f"caveat: under {traffic.SMALL_SHARE_PARAMS / 1e9:.0f} B active parameters per linked GPU", peak[small]),
-         ("caveat: NVFP4 on " + " and ".join(g for g, _ in traffic.FORMAT_MISS), peak[fmt & ~small])]
+        [(f"caveat: under {traffic.SMALL_SHARE_PARAMS / 1e9:.0f} B active parameters per linked GPU", peak[peak["small share"]]),
+         ("caveat: NVFP4 on " + " and ".join(g for g, _ in traffic.FORMAT_MISS), peak[peak["format miss"] & ~peak["small share"]])]
     for name, g in groups:
         lines.append(f"| {name} | {len(g)} | {g['error'].abs().median():.1%} ({g['error'].median():+.0%}) | "
                      f"{g['inside band'].mean():.0%} | {g['on demand error'].abs().median():.1%} |")

@@ -235,6 +235,12 @@ def load(r: Replica, requests_per_s: float) -> Load:
     return Load(requests_per_s, rho, step, r.prefill + wait, batch, batch <= r.max_batch)
 
 
+def _small_share(m: Model, g: GPU, tp: int) -> bool:
+    """Whether ``tp`` GPUs of ``g`` share their link and each holds under :data:`SMALL_SHARE_PARAMS`
+    of ``m``'s active parameters (arguments already checked)."""
+    return bool(tp > 1 and g.gpu_link and tp <= g.gpu_link_domain and m.n_active_params / tp < SMALL_SHARE_PARAMS)
+
+
 def peak_note(model: "Model | str | float", gpu: "GPU | str", tp: int, weight_dtype: str) -> str:
     """'' unless replicas of ``tp`` GPUs of ``gpu`` serving ``model`` in ``weight_dtype`` are where
     the saturated throughput came out more than a tenth too fast on published runs (each GPU of a
@@ -244,11 +250,10 @@ def peak_note(model: "Model | str | float", gpu: "GPU | str", tp: int, weight_dt
     check_positive("tp", tp, integer=True)
     check_dtype(weight_dtype, formats.names("weights"), "weight_dtype")
     notes = []
-    share = m.n_active_params / tp
-    if tp > 1 and g.gpu_link and tp <= g.gpu_link_domain and share < SMALL_SHARE_PARAMS:
+    if _small_share(m, g, tp):
         low, high = SMALL_SHARE_MISS
-        notes.append(f"{share / 1e9:.1f} B active parameters on each of {tp} GPUs over {g.gpu_link}, where this model was "
-                     f"{low:.0%}-{high:.0%} too fast at peak throughput on published runs")
+        notes.append(f"{m.n_active_params / tp / 1e9:.1f} B active parameters on each of {tp} GPUs over {g.gpu_link}, "
+                     f"where this model was {low:.0%}-{high:.0%} too fast at peak throughput on published runs")
     if (g.name, weight_dtype) in FORMAT_MISS:
         notes.append(f"{weight_dtype} weights on this GPU, where this model was {FORMAT_MISS[g.name, weight_dtype]:.0%} "
                      "too fast at peak throughput on published runs")

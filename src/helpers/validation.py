@@ -306,7 +306,9 @@ def throughput_runs() -> pd.DataFrame:
     mean context instead (:func:`traffic.replica`'s default, an engine that grows the cache as
     tokens come), uncapped. Errors: predicted / published - 1 on tokens/s (positive: too fast);
     ``inside band``: the published rate within the serving band of the predicted one
-    (:func:`calibration.serving_band`, on time, so that it divides); ``release``: the engine's.
+    (:func:`calibration.serving_band`, on time, so that it divides); ``release``: the engine's;
+    ``small share`` and ``format miss``: whether the selector's caveat (:func:`traffic.peak_note`)
+    for each of its two misses applies, ``caveat`` whether either does.
 
     FP8 runs quantize weights and KV cache to FP8 (the 0.17 tables' A100 column runs FP16); NVFP4
     runs are read with an FP8 KV cache, as NVIDIA's FP4 checkpoints ship it (assumed). Llama 3.1
@@ -326,11 +328,14 @@ def throughput_runs() -> pd.DataFrame:
         at, on_demand = traffic.saturated(reserved), traffic.saturated(traffic.replica(row["model"], row["gpu"], **kw))
         published = float(row["output_tokens_per_s"])
         predicted = at.output_tokens_per_s
+        small = traffic._small_share(models.get(row["model"]), gpus.get(row["gpu"]), kw["tp"])
+        fmt = (row["gpu"], row["weight_dtype"]) in traffic.FORMAT_MISS
         rows.append({"id": row["id"], "release": row["engine"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
                      "weights": row["weight_dtype"], "prompt": kw["prompt_len"], "output": kw["output_len"],
                      "batch": reserved.max_batch, "published tokens/s": published, "predicted tokens/s": predicted,
                      "error": predicted / published - 1, "on demand error": on_demand.output_tokens_per_s / published - 1,
-                     "inside band": predicted / high <= published <= predicted / low})
+                     "inside band": predicted / high <= published <= predicted / low,
+                     "small share": small, "format miss": fmt, "caveat": small or fmt})
     return pd.DataFrame(rows)
 
 
@@ -412,9 +417,7 @@ def out_of_sample() -> pd.DataFrame:
     parts.append(("static batches, TensorRT-LLM 0.9: time to first token", static["error first token (ms)"],
                   static["inside band first token (ms)"], None))
     peak = throughput_runs()
-    noted = pd.Series([bool(traffic.peak_note(m, g, n, w)) for m, g, n, w in
-                       zip(peak["model"], peak["GPU"], peak["GPUs"], peak["weights"])], index=peak.index)
-    for name, rows in (("without a caveat", ~noted), ("where the selector gives a caveat", noted)):
+    for name, rows in (("without a caveat", ~peak["caveat"]), ("where the selector gives a caveat", peak["caveat"])):
         parts.append((f"maximum throughput, TensorRT-LLM: {name}", peak.loc[rows, "error"], peak.loc[rows, "inside band"],
                       None))
     parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None, None))
