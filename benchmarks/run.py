@@ -396,22 +396,26 @@ def inference_validation() -> list[str]:
                  for k in ("ms per token", "first token (ms)")]
         lines.append(f"| {name} | {len(g)} | " + " | ".join(cells) + " |")
     peak = validation.throughput_runs()
-    plain = peak[~peak["caveat"]]
+    plain, fp4 = peak[~peak["caveat"]], " and ".join(g for g, _ in traffic.FORMAT_MISS)
     lines += ["", f"Maximum throughput of TensorRT-LLM (`validation.throughput_runs`: {len(peak)} runs of its published "
               "perf-overview tables, releases 0.17 and 1.0, every request queued at once, fixed prompt and output lengths, "
               "none fitted) against `traffic.saturated`, each request's whole output reserved at admission as TensorRT-LLM's "
               f"scheduler does, at most {validation.TRTLLM_BENCH_MAX_BATCH:,} sequences: median abs. error of the output "
               "tokens/s (signed median in brackets), the share inside the serving band, and the same replica holding "
               "sequences at their mean context instead (the default, an engine that grows the cache on demand). The "
-              "selector's caveats (`traffic.peak_note`) mark the two misses: tensor parallelism over a GPU link that leaves "
-              f"each GPU under {traffic.SMALL_SHARE_PARAMS / 1e9:.0f} B active parameters, and NVFP4 on "
-              f"{' and '.join(g for g, _ in traffic.FORMAT_MISS)}.", "",
+              "selector's caveats (`traffic.peak_note`) mark the three misses: tensor parallelism over a GPU link that "
+              f"leaves each GPU under {traffic.SMALL_SHARE_PARAMS / 1e9:.0f} B active parameters, NVFP4 on {fp4}, and "
+              f"mixtures of experts whose routed experts hold under {traffic.SMALL_EXPERT_PARAMS / 1e6:.0f} M parameters "
+              "each.", "",
               "| runs | rows | output tokens/s | inside band | on demand |", "| --- | --- | --- | --- | --- |"]
     groups = [("all", peak), ("without a caveat", plain)] + \
         [(f"without a caveat, {release}", g) for release, g in plain.groupby("release")] + \
         [(f"without a caveat, {n} GPU{'s' * (n > 1)}", g) for n, g in plain.groupby("GPUs")] + \
         [(f"caveat: under {traffic.SMALL_SHARE_PARAMS / 1e9:.0f} B active parameters per linked GPU", peak[peak["small share"]]),
-         ("caveat: NVFP4 on " + " and ".join(g for g, _ in traffic.FORMAT_MISS), peak[peak["format miss"] & ~peak["small share"]])]
+         (f"caveat: NVFP4 on {fp4}, dense models", peak[peak["format miss"] & ~peak["small experts"]]),
+         (f"caveat: routed experts under {traffic.SMALL_EXPERT_PARAMS / 1e6:.0f} M parameters, on other GPUs",
+          peak[peak["small experts"] & ~peak["format miss"]]),
+         (f"caveats: such experts in NVFP4 on {fp4}", peak[peak["small experts"] & peak["format miss"]])]
     for name, g in groups:
         lines.append(f"| {name} | {len(g)} | {g['error'].abs().median():.1%} ({g['error'].median():+.0%}) | "
                      f"{g['inside band'].mean():.0%} | {g['on demand error'].abs().median():.1%} |")

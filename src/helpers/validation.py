@@ -307,8 +307,8 @@ def throughput_runs() -> pd.DataFrame:
     tokens come), uncapped. Errors: predicted / published - 1 on tokens/s (positive: too fast);
     ``inside band``: the published rate within the serving band of the predicted one
     (:func:`calibration.serving_band`, on time, so that it divides); ``release``: the engine's;
-    ``small share`` and ``format miss``: whether the selector's caveat (:func:`traffic.peak_note`)
-    for each of its two misses applies, ``caveat`` whether either does.
+    ``small share``, ``format miss`` and ``small experts``: whether the selector's caveat
+    (:func:`traffic.peak_note`) for each of its three misses applies, ``caveat`` whether any does.
 
     FP8 runs quantize weights and KV cache to FP8 (the 0.17 tables' A100 column runs FP16); NVFP4
     runs are read with an FP8 KV cache, as NVIDIA's FP4 checkpoints ship it (assumed). Llama 3.1
@@ -316,8 +316,8 @@ def throughput_runs() -> pd.DataFrame:
     scaling differs). Left out: GPUs outside the catalog (GH200), models outside it (Mixtral 8x22B),
     Mistral 7B, whose release the table does not name (v0.1 attends within a 4,096-token window,
     v0.3 does not; at 20,000 + 2,000 tokens the two differ fivefold in cache), release 1.0's
-    mixtures of experts, whose expert and attention parallelism the table does not state, and its
-    RTX PRO 6000 runs split into pipeline stages (not modelled). Computed once (cached; callers must
+    mixtures of experts on several GPUs, whose expert and attention parallelism the table does not
+    state, and its RTX PRO 6000 runs split into pipeline stages (not modelled). Computed once (cached; callers must
     not mutate it)."""
     low, high = calibration.serving_band()
     rows = []
@@ -328,14 +328,16 @@ def throughput_runs() -> pd.DataFrame:
         at, on_demand = traffic.saturated(reserved), traffic.saturated(traffic.replica(row["model"], row["gpu"], **kw))
         published = float(row["output_tokens_per_s"])
         predicted = at.output_tokens_per_s
-        small = traffic._small_share(models.get(row["model"]), gpus.get(row["gpu"]), kw["tp"])
+        m = models.get(row["model"])
+        small, experts = traffic._small_share(m, gpus.get(row["gpu"]), kw["tp"]), traffic._small_experts(m)
         fmt = (row["gpu"], row["weight_dtype"]) in traffic.FORMAT_MISS
         rows.append({"id": row["id"], "release": row["engine"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
                      "weights": row["weight_dtype"], "prompt": kw["prompt_len"], "output": kw["output_len"],
                      "batch": reserved.max_batch, "published tokens/s": published, "predicted tokens/s": predicted,
                      "error": predicted / published - 1, "on demand error": on_demand.output_tokens_per_s / published - 1,
                      "inside band": predicted / high <= published <= predicted / low,
-                     "small share": small, "format miss": fmt, "caveat": small or fmt})
+                     "small share": small, "format miss": fmt, "small experts": experts,
+                     "caveat": small or fmt or experts})
     return pd.DataFrame(rows)
 
 
