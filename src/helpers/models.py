@@ -170,13 +170,17 @@ class Model:
         return tuple(self._mlp_shapes(self.expert_d_ff)) if self.is_moe else ()
 
     @property
+    def expert_params(self) -> int:
+        """Parameters of one routed expert in one layer (0 for a dense model)."""
+        return sum(i * o for i, o in self.routed_expert_shapes)
+
+    @property
     def routed_share(self) -> float:
         """Share of the parameters in routed experts (from the shape; 0 for dense models): what
         expert parallelism shards."""
         if not self.is_moe:
             return 0.0
-        expert = sum(i * o for i, o in self.routed_expert_shapes)
-        return self.n_moe_layers * self.n_experts * expert / self.params_from_shape()
+        return self.n_moe_layers * self.n_experts * self.expert_params / self.params_from_shape()
 
     @property
     def embedding_params(self) -> int:

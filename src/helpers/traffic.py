@@ -72,23 +72,21 @@ LIMITS = ("memory", "time per token", "time to first token", "capacity")
 #: waits 9.5 service times on average, and the wait grows without bound as it nears 1.
 MAX_UTILIZATION = 0.95
 #: Tensor parallelism over a GPU link that leaves each GPU fewer active parameters than this came
-#: out too fast at peak throughput on TensorRT-LLM 0.17's published runs (:func:`saturated`,
-#: ``validation.throughput_runs``): Llama 3.1 70B on eight GPUs (8.8 B each), Mixtral 8x7B on two to
-#: eight (6.5 B to 1.6 B); every replica with 17.6 B per GPU or more came within a tenth.
+#: out too fast at peak throughput on TensorRT-LLM's published runs (:func:`saturated` against
+#: ``validation.throughput_runs``: Llama 3.1 70B on eight GPUs, Mixtral 8x7B on two to eight), and
+#: the replicas that leave each GPU more came within a tenth (the figures: the validation appendix).
 SMALL_SHARE_PARAMS = 10e9
 #: The least and the most such replicas came out too fast: the signed median error of each model's
 #: runs on each GPU count. The test holds these figures to the data.
 SMALL_SHARE_MISS = (0.14, 0.50)
 #: Where a GPU's weight format came out more than a tenth too fast at peak throughput: the signed
-#: median error of :func:`saturated` on its published runs that no other caveat covers (TensorRT-LLM
-#: 1.0's NVFP4 runs of Llama 3.3 70B on one GPU and Llama 3.1 405B on four; on an RTX PRO 6000, +5 %).
-#: The test holds these figures to the data.
+#: median error of :func:`saturated` on its published runs that no other caveat covers (NVFP4 on
+#: the B200 and GB200; not on the RTX PRO 6000). The test holds these figures to the data.
 FORMAT_MISS = {("B200-HGX-192GB", "nvfp4"): 0.42, ("GB200-NVL72", "nvfp4"): 0.44}
-#: A mixture of experts whose routed experts hold fewer parameters than this each (per layer) came out
-#: too fast at peak throughput on TensorRT-LLM 1.0's published runs on one GPU: Qwen3 30B-A3B (4.7 M
-#: per expert) on an RTX PRO 6000, and on a B200 or GB200 beyond the NVFP4 miss, as Llama 4 Scout
-#: (126 M) was there; Mixtral 8x7B (176 M) came within a tenth on every GPU count its replicas' share
-#: allows. Most recent mixtures (DeepSeek-V3, Qwen3, gpt-oss, Kimi K2) have smaller experts still.
+#: A mixture of experts whose routed experts hold fewer parameters than this each (per layer,
+#: :attr:`models.Model.expert_params`) came out too fast at peak throughput on TensorRT-LLM's
+#: published runs on one GPU (Qwen3 30B-A3B; Llama 4 Scout beyond the NVFP4 miss), and Mixtral
+#: 8x7B's larger experts came within a tenth. Most recent mixtures have smaller experts still.
 SMALL_EXPERT_PARAMS = 150e6
 #: The signed median error of the runs only that caveat covers. The test holds it to the data.
 SMALL_EXPERT_MISS = 0.31
@@ -252,7 +250,7 @@ def _small_share(m: Model, g: GPU, tp: int) -> bool:
 def _small_experts(m: Model) -> bool:
     """Whether ``m`` is a mixture of experts whose routed experts each hold fewer than
     :data:`SMALL_EXPERT_PARAMS` parameters per layer."""
-    return m.is_moe and sum(i * o for i, o in m.routed_expert_shapes) < SMALL_EXPERT_PARAMS
+    return m.is_moe and m.expert_params < SMALL_EXPERT_PARAMS
 
 
 def peak_note(model: "Model | str | float", gpu: "GPU | str", tp: int, weight_dtype: str) -> str:
@@ -273,7 +271,7 @@ def peak_note(model: "Model | str | float", gpu: "GPU | str", tp: int, weight_dt
         notes.append(f"{weight_dtype} weights on this GPU, where this model was {FORMAT_MISS[g.name, weight_dtype]:.0%} "
                      "too fast at peak throughput on published runs")
     if _small_experts(m):
-        notes.append(f"routed experts of {sum(i * o for i, o in m.routed_expert_shapes) / 1e6:.0f} M parameters each, "
+        notes.append(f"routed experts of {m.expert_params / 1e6:.0f} M parameters each, "
                      f"where this model was {SMALL_EXPERT_MISS:.0%} too fast at peak throughput on published runs of such "
                      "mixtures")
     return "; ".join(notes)
