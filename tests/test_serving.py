@@ -27,6 +27,23 @@ def test_decode_step_of_llama2_7b_by_hand():
     assert t["roofline"] == pytest.approx((2 * m.n_params + kv) / 2.039e12)  # memory-bound at 100 % of peak
 
 
+def test_attention_computes_in_the_caches_format_never_in_fp4():
+    """A 32k-token prompt of Llama 3.3 70B on one B200 with NVFP4 weights: the products with the
+    weights (2N FLOPs a token) at the FP4 peak, 9 PFLOP/s, attention's 2·L·d·s² at the FP8 peak of
+    its FP8 cache, 4.5 PFLOP/s (at the 16-bit peak, 2.25 PFLOP/s, with a 16-bit cache), over the
+    fitted fraction; the roofline the same at 100 %. FP8 weights with an FP8 cache keep one rate."""
+    m, b200, s = models.get("llama-3.3-70b"), gpus.get("B200-HGX-192GB"), 32768
+    attention = 2 * m.n_layers * m.d_model * s * s
+    linear = 2 * m.n_params * s
+    cal = ServingCalibration(**{**ROUND.__dict__, "compute_fraction": (("Blackwell", 0.5),)})
+    for kv, rate in (("fp8", 4500e12), ("bf16", 2250e12)):
+        t = serving.prefill_seconds(m, b200, s, weight_dtype="nvfp4", kv_dtype=kv, calibration=cal)
+        assert t["compute"] == pytest.approx((linear / 9000e12 + attention / rate) / 0.5)
+        assert t["roofline"] == pytest.approx(linear / 9000e12 + attention / rate)
+    fp8 = serving.prefill_seconds(m, b200, s, weight_dtype="fp8", kv_dtype="fp8", calibration=cal)
+    assert fp8["compute"] == pytest.approx((linear + attention) / 4500e12 / 0.5)
+
+
 def test_overlap_runs_from_the_sum_to_the_roofline_maximum():
     kw = dict(batch_size=256, context_len=512)
     apart = serving.decode_seconds("llama-2-7b", "H100", calibration=ROUND, **kw)

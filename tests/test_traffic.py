@@ -238,10 +238,10 @@ def test_saturation_against_trtllm_throughput_tables():
     release 1.0 (Llama 3.1 8B, Llama 3.3 70B and Llama 3.1 405B on H100, H200, B200, GB200 and
     RTX PRO 6000, FP8 and NVFP4; Qwen3 30B-A3B and Llama 4 Scout on one GPU in NVFP4), prompts of
     128-20,000 and outputs of 128-4,096 tokens. Where the selector gives no caveat (traffic.peak_note),
-    within 10 % in median (measured 6.4 %; 5.9 % and 9.1 % by release) and 95 % inside the serving
+    within 10 % in median (measured 6.4 %; 5.9 % and 8.4 % by release) and 95 % inside the serving
     band (measured 99.6 %); reserving each request whole at admission, as TensorRT-LLM's scheduler
-    does, is closer than the default on-demand cache (measured 7.3 %). Where it gives one, the runs
-    are too fast by more than a fifth in median (measured +37 %): if a change catches those
+    does, is closer than the default on-demand cache (measured 7.2 %). Where it gives one, the runs
+    are too fast by more than a fifth in median (measured +36 %): if a change catches those
     misses, this test and the caveats' say so."""
     runs = validation.throughput_runs()
     assert len(runs) == 435
@@ -290,7 +290,7 @@ def test_the_peak_caveats_are_the_data_s():
     assert traffic.peak_note("llama-3-70b", "H100", 4, "fp8") == ""
     assert traffic.peak_note("llama-3.1-405b", "H100", 8, "fp8") == ""
     assert traffic.peak_note("mixtral-8x7b", "L40S", 8, "fp8") == ""  # PCIe: within a tenth
-    assert "42%" in traffic.peak_note("llama-3.3-70b", "B200-HGX-192GB", 1, "nvfp4")
+    assert "40%" in traffic.peak_note("llama-3.3-70b", "B200-HGX-192GB", 1, "nvfp4")
     assert traffic.peak_note("llama-3.3-70b", "B200-HGX-192GB", 1, "fp8") == ""
     assert traffic.peak_note("llama-3.3-70b", "RTX-PRO-6000-Server-96GB", 1, "nvfp4") == ""
     assert "5 M parameters each" in traffic.peak_note("qwen3-30b-a3b", "RTX-PRO-6000-Server-96GB", 1, "nvfp4")

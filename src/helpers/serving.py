@@ -11,7 +11,13 @@ A step on each GPU of a tensor-parallel group of ``tp`` GPUs takes, in seconds:
   byte of bandwidth (an RTX 4090: 82), dear where it has few (an A100: 10).
 - **compute**: 2 FLOPs per active parameter per token plus attention (4·L·s·d per generated
   token at context s; 2·L·s²·d per prompt of s tokens, causal), at a fitted fraction of the dense
-  peak of the architecture; weight-only formats compute in 16 bits.
+  peak of the architecture; weight-only formats compute in 16 bits. The products with the weights
+  run in the weights' compute format, attention in the KV cache's: FP8 where the cache is FP8 and
+  the GPU has FP8 tensor cores (TensorRT-LLM's FP8 context FMHA, which reads an FP8 cache as it is,
+  docs/source/advanced/gpt-attention.md; FlashAttention-3's FP8 path, Shah et al. 2024,
+  arXiv:2407.08608), else 16 bits (an int8 cache is dequantized to them), and never FP4: no
+  engine's attention kernel computes in it, so NVFP4 and MXFP4 weights leave attention at half
+  their rate or less, which matters most for long prompts.
 - the two overlap only partly: max(compute, memory) + (1 - overlap)·min(compute, memory), with
   ``overlap`` fitted (1 would be the roofline's perfect overlap, Williams et al. 2009).
 - **fixed**: a fitted time per layer per step for kernel launches and the ramp-up and tail of
@@ -145,15 +151,19 @@ class Steps:
     GPU's peaks, the model's depth, ``kv_group``, the query heads per KV head when the
     attention kernel reads the cache once per query head (1 when it shares it), and ``kv_blocks``,
     the thread blocks an unsplit decoding kernel reads the cache with (0 where it splits the cache
-    over as many as the GPU needs: the prefill, and split-KV decoding). Steps of several
-    weight formats at once are rows of 2-D arrays, with ``peak_flops`` a column and ``kernel`` a
-    tuple, one per format."""
+    over as many as the GPU needs: the prefill, and split-KV decoding). ``attention_flops`` are the
+    part of ``flops`` that attention does, at ``attention_peak`` (the KV cache's compute format)
+    rather than ``peak_flops`` (the weights'). Steps of several weight formats at once are rows of
+    2-D arrays, with ``peak_flops`` and ``attention_peak`` columns and ``kernel`` a tuple, one per
+    format."""
 
     flops: np.ndarray
+    attention_flops: np.ndarray
     weight_bytes: np.ndarray
     kv_bytes: np.ndarray
     tensor_parallel: np.ndarray
     peak_flops: float
+    attention_peak: float
     vector_flops: float
     bandwidth: float
     n_layers: int
@@ -167,7 +177,8 @@ class Steps:
         ``roofline``: the least time physics allows, the longer of FLOPs at peak and bytes at peak
         bandwidth."""
         cal = calibration or default_calibration()
-        compute = self.flops / (self.peak_flops * cal.compute_for(self.architecture))
+        at_peak = (self.flops - self.attention_flops) / self.peak_flops + self.attention_flops / self.attention_peak
+        compute = at_peak / cal.compute_for(self.architecture)
         stream = self.bandwidth * cal.bandwidth_fraction
         kv = self.kv_bytes * (1 + (self.kv_group - 1) * cal.kv_rereads)
         blocks = np.asarray(self.kv_blocks, dtype=float)
@@ -178,7 +189,7 @@ class Steps:
         memory = self.weight_bytes / stream + dequant + kv / kv_stream
         busy = np.maximum(compute, memory) + (1 - cal.overlap) * np.minimum(compute, memory)
         fixed = np.full_like(busy, self.n_layers * cal.layer_seconds)
-        roofline = np.maximum(self.flops / self.peak_flops, (self.weight_bytes + self.kv_bytes) / self.bandwidth)
+        roofline = np.maximum(at_peak, (self.weight_bytes + self.kv_bytes) / self.bandwidth)
         return {"compute": compute, "memory": memory, "busy": busy, "fixed": fixed,
                 "tensor_parallel": self.tensor_parallel, "total": busy + fixed + self.tensor_parallel,
                 "roofline": roofline}
@@ -271,11 +282,11 @@ def _kv_per_layer(m: Model, tp: int, kv_dtype: str) -> float:
 
 
 @cache
-def _per_gpu(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str) -> tuple[float, float, float]:
-    """Weight bytes, KV bytes per token and layer (:func:`_kv_per_layer`) and peak FLOP/s of one
-    GPU of the group."""
+def _per_gpu(m: Model, g: GPU, tp: int, weight_dtype: str, kv_dtype: str) -> tuple[float, float, float, float]:
+    """Weight bytes, KV bytes per token and layer (:func:`_kv_per_layer`) and the peak FLOP/s of one
+    GPU of the group in the weights' compute format and in the KV cache's (attention's)."""
     return (quantized_weight_bytes(m, weight_dtype) / tp, _kv_per_layer(m, tp, kv_dtype),
-            g.peak_flops(_compute_dtype(g, weight_dtype)))
+            g.peak_flops(_compute_dtype(g, weight_dtype)), g.peak_flops(_compute_dtype(g, kv_dtype)))
 
 
 def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
@@ -287,24 +298,27 @@ def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
 
 
 def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: "str | tuple[str, ...]",
-           kv_dtype: "str | tuple[str, ...]", flops, weight_share, kv_tokens, tp_tokens, kv_group: int = 1,
-           kv_blocks=0.0) -> Steps:
-    """:class:`Steps` from per-sequence FLOPs and KV tokens; every argument but the model, GPU,
-    group and formats may be an array over steps (batch sizes and thread blocks included). With
-    tuples of weight and KV formats, the steps are rows of 2-D arrays, one row per pair of formats."""
+           kv_dtype: "str | tuple[str, ...]", flops, attention_flops, weight_share, kv_tokens, tp_tokens,
+           kv_group: int = 1, kv_blocks=0.0) -> Steps:
+    """:class:`Steps` from per-sequence FLOPs (``attention_flops`` of them attention's) and KV
+    tokens; every argument but the model, GPU, group and formats may be an array over steps (batch
+    sizes and thread blocks included). With tuples of weight and KV formats, the steps are rows of
+    2-D arrays, one row per pair of formats."""
     if isinstance(weight_dtype, str):
-        weights, kv_per_layer, peak = _per_gpu(m, g, tp, weight_dtype, kv_dtype)
+        weights, kv_per_layer, peak, attention_peak = _per_gpu(m, g, tp, weight_dtype, kv_dtype)
         kernel = _kernel_family(g, weight_dtype)
     else:
-        weights, kv_per_layer, peak = (np.array(v)[:, None] for v in
-                                       zip(*(_per_gpu(m, g, tp, w, k) for w, k in zip(weight_dtype, kv_dtype))))
+        weights, kv_per_layer, peak, attention_peak = (
+            np.array(v)[:, None] for v in zip(*(_per_gpu(m, g, tp, w, k) for w, k in zip(weight_dtype, kv_dtype))))
         kernel = tuple(_kernel_family(g, w) for w in weight_dtype)
     flops = np.atleast_1d(np.asarray(flops, dtype=float) * batch_size / tp)
-    return Steps(flops=flops, weight_bytes=_spread(weights * weight_share, flops.shape),
+    return Steps(flops=flops, attention_flops=_spread(np.asarray(attention_flops, dtype=float) * batch_size / tp,
+                                                      flops.shape),
+                 weight_bytes=_spread(weights * weight_share, flops.shape),
                  kv_bytes=_spread(kv_per_layer * batch_size * m.cached_tokens(np.asarray(kv_tokens, dtype=float)),
                                   flops.shape),
                  tensor_parallel=_spread(_tp_seconds(m, g, tp, tp_tokens), flops.shape),
-                 peak_flops=peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
+                 peak_flops=peak, attention_peak=attention_peak, vector_flops=g.peak_flops("fp32"), bandwidth=g.memory_bandwidth,
                  n_layers=m.n_layers, architecture=g.architecture, kernel=kernel, kv_group=kv_group,
                  kv_blocks=_spread(kv_blocks, flops.shape))
 
@@ -314,17 +328,21 @@ def _spread(values, shape: tuple[int, ...]) -> np.ndarray:
     return np.full(shape, values, dtype=float)
 
 
-def _prefill_flops(m: Model, before, chunk):
-    """FLOPs per sequence of prefilling ``chunk`` tokens after ``before`` already cached: 2 per
-    active parameter per token, and causal attention, 4·d per query-key pair (2·L·d·(2·chunk·before
-    + chunk²) without sliding windows; d the heads' total width, :meth:`Model.attention_pairs`)."""
-    return 2 * m.n_active_params * chunk + 4 * m.attention_dim * m.attention_pairs(before, chunk)
+def _prefill_flops(m: Model, before, chunk) -> tuple:
+    """FLOPs per sequence of prefilling ``chunk`` tokens after ``before`` already cached, and the
+    attention's share of them: 2 per active parameter per token, and causal attention, 4·d per
+    query-key pair (2·L·d·(2·chunk·before + chunk²) without sliding windows; d the heads' total
+    width, :meth:`Model.attention_pairs`)."""
+    attention = 4 * m.attention_dim * m.attention_pairs(before, chunk)
+    return 2 * m.n_active_params * chunk + attention, attention
 
 
-def _decode_flops(m: Model, context):
-    """FLOPs per sequence of one decoding step at ``context`` tokens of cache: 2 per active
-    parameter, and 4·d per cached token of attention (numbers or numpy arrays)."""
-    return 2 * m.n_active_params + 4 * m.attention_dim * m.cached_tokens(context)
+def _decode_flops(m: Model, context) -> tuple:
+    """FLOPs per sequence of one decoding step at ``context`` tokens of cache, and the attention's
+    share of them: 2 per active parameter, and 4·d per cached token of attention (numbers or numpy
+    arrays)."""
+    attention = 4 * m.attention_dim * m.cached_tokens(context)
+    return 2 * m.n_active_params + attention, attention
 
 
 def _kv_blocks(m: Model, tp: int, batch_size, grouped_kv_kernel: bool, split_kv: bool):
@@ -337,7 +355,7 @@ def _kv_blocks(m: Model, tp: int, batch_size, grouped_kv_kernel: bool, split_kv:
 
 def _decode_steps(m: Model, g: GPU, tp: int, batch_size: int, weight_dtype: str, kv_dtype: str,
                   context: np.ndarray, grouped_kv_kernel: bool, split_kv: bool = True) -> Steps:
-    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, _decode_flops(m, context), weight_share_read(m, batch_size),
+    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, *_decode_flops(m, context), weight_share_read(m, batch_size),
                   context, batch_size, 1 if grouped_kv_kernel else m.n_heads // m.n_kv_heads,
                   _kv_blocks(m, tp, batch_size, grouped_kv_kernel, split_kv))
 
@@ -365,8 +383,10 @@ def batch_seconds(m: Model, g: GPU, tp: int, weight_dtypes: tuple[str, ...], kv_
     n = b.shape[1]
     decoding = np.arange(2 * n) < n  # the decoding steps, then the prefills: one row of steps per format
     tokens = np.concatenate((b, b * prompt_len), axis=1)  # each step's tokens: one per sequence decoding, every prompt's
+    (decode, decode_attention), (prefill, prefill_attention) = _decode_flops(m, float(context)), \
+        _prefill_flops(m, 0.0, prompt_len)
     seconds = _steps(m, g, tp, np.concatenate((b, b), axis=1), weight_dtypes, kv_dtypes,
-                     np.where(decoding, _decode_flops(m, float(context)), _prefill_flops(m, 0.0, prompt_len)),
+                     np.where(decoding, decode, prefill), np.where(decoding, decode_attention, prefill_attention),
                      weight_share_read(m, tokens), np.where(decoding, float(context), float(prompt_len)),
                      tokens).seconds(calibration)
     return {k: v[:, :n] for k, v in seconds.items()}, {k: v[:, n:] for k, v in seconds.items()}
@@ -414,7 +434,7 @@ def prefill_steps(model: "Model | str | float", gpu: "GPU | str", prompt_len: in
     size = prompt_len if chunk_tokens is None else min(chunk_tokens, prompt_len)
     before = np.arange(0, prompt_len, size, dtype=float)
     chunk = np.minimum(size, prompt_len - before)
-    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, _prefill_flops(m, before, chunk),
+    return _steps(m, g, tp, batch_size, weight_dtype, kv_dtype, *_prefill_flops(m, before, chunk),
                   weight_share_read(m, batch_size * size), before + chunk, batch_size * chunk)
 
 
