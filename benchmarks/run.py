@@ -31,7 +31,7 @@ from nbclient import NotebookClient  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from helpers import _data, calibration, planner, plots, select, serving, steptime, traffic, validation, widgets  # noqa: E402
+from helpers import _data, calibration, memory, planner, plots, select, serving, steptime, traffic, validation, widgets  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 TARGETS = {"panel p95 (ms)": 100, "selector sweep (ms)": 50, "clean build (s)": 180, "kernel peak (MB)": 300}
@@ -468,12 +468,17 @@ def memory_validation() -> list[str]:
     lines += [f"| {r.quantity} | {r.setting} | {r.measured:,.4g} | {r.model:,.4g} | {r.unit} | {r.error:+.1%} |"
               for r in probe.itertuples()]
     static = validation.static_batch_runs()
-    error = static["error memory (GB)"]
+    test = static[static["memory split"] == "test"]
+    error = test["error memory (GB)"]
     lines += ["", f"Serving memory against the peak per GPU of {len(static):,} TensorRT-LLM 0.9 static batches "
-              "(`validation.static_batch_runs`, nothing fitted; the workspace holds the whole batch's prompts, prefilled at "
-              f"once): median abs. error {error.abs().median():.1%} (signed {error.median():+.1%}), "
+              "(`validation.static_batch_runs`; the workspace holds the whole batch's prompts, prefilled at once, and keeps "
+              "four hidden-size vectors a token whole on every GPU of a tensor-parallel group). Only the communication reserve "
+              f"of a group is fitted ({memory.communication_reserve(2) / 1e9:.2f} GB per other GPU, `memory.communication_reserve`), "
+              f"on the runs on {' and '.join(calibration.MEMORY_CALIBRATION_GPUS)}; the {len(test):,} runs on the other GPUs: "
+              f"median abs. error {error.abs().median():.1%} (signed {error.median():+.1%}), "
               f"{(error.abs() <= 0.15).mean():.0%} within 15 %; signed median by tensor-parallel GPUs: " +
-              ", ".join(f"{n}: {g.median():+.0%}" for n, g in error.groupby(static["GPUs"])) + "."]
+              ", ".join(f"{n}: {g.median():+.0%}" for n, g in error.groupby(test["GPUs"])) + "; at 8 GPUs by GPU: " +
+              ", ".join(f"{gpu} {g.median():+.0%}" for gpu, g in test[test["GPUs"] == 8].groupby("GPU")["error memory (GB)"]) + "."]
     return lines
 
 

@@ -13,12 +13,13 @@ from helpers.units import GiB, MiB
 def test_llama3_70b_fp8_on_two_l40s_by_hand():
     """Each L40S (48 GiB, of which ECC keeps 1/16: nvidia-smi prints 46,068 MiB) may use 90 % of
     what it reports: 40.5 GiB. Its half of the FP8 weights (embeddings and head stay 16-bit), the
-    activations of a 2,048-token profile pass with 256 rows of logits, and the CUDA context leave
-    the KV cache, in 16-token blocks of 80 layers x 4 KV heads x 128 x 2 bytes."""
+    activations of a 2,048-token profile pass (four hidden-size vectors a token whole on each GPU,
+    the MLP's two halves split in two) with 256 rows of logits, and the CUDA context leave the KV
+    cache, in 16-token blocks of 80 layers x 4 KV heads x 128 x 2 bytes."""
     m, l40s = models.get("llama-3-70b"), gpus.get("L40S")
     b = engine.budget(m, l40s, tp=2, max_model_len=32768, weight_dtype="fp8")
     weights = memory.quantized_weight_bytes(m, "fp8") / 2
-    activations = 2048 * (4 * 8192 + 2 * 28672) * 2 / 2 + 256 * 128256 * 4
+    activations = 2048 * (4 * 8192 + 2 * 28672 / 2) * 2 + 256 * 128256 * 4
     cache = 46068 * MiB * 0.9 - weights - activations - memory.RUNTIME_OVERHEAD
     per_token = 2 * 80 * 4 * 128 * 1
     assert b.weights == pytest.approx(weights) and b.activations == pytest.approx(activations)

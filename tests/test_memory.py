@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import gpus, memory, models, validation
+from helpers import calibration, gpus, memory, models, validation
 from helpers.models import Model
 from helpers.units import GB, GiB, KiB, MiB
 
@@ -216,16 +216,21 @@ def test_offload_copies_only_16_bit_gradients_and_splits_the_live_window_by_hand
 
 def test_precision_tp_and_boundaries_reach_activations_workspace_and_fits_by_hand():
     """fp32 doubles every stored activation but FlashAttention's fp32 log-sum-exp (4 bytes per head and
-    token); the serving workspace of Llama 2 7B at 1,024 tokens, split over 2 GPUs, is 1,024 x (4 x 4,096
-    + 2 x 11,008) x 2 / 2 bytes plus one fp32 row of 32,000 logits; a breakdown of exactly the memory
-    the GPU reports fits; a context of 2**62 tokens (beyond int64 once multiplied by the layers) is
-    counted in floats."""
+    token); the serving workspace of Llama 2 7B at 1,024 tokens on 2 GPUs is 1,024 x (4 x 4,096 +
+    2 x 11,008 / 2) x 2 bytes (the hidden-size vectors whole on each GPU, the MLP's halves split) plus
+    one fp32 row of 32,000 logits, and its overhead the CUDA context and the fitted reserve for the
+    other GPU, none on one GPU; a breakdown of exactly the memory the GPU reports fits; a context of
+    2**62 tokens (beyond int64 once multiplied by the layers) is counted in floats."""
     m = models.get("llama-2-7b")
     lse = 4 * m.n_heads * 2 * 1024
     bf16 = memory.activations_per_layer(m, 2, 1024)
     assert memory.activations_per_layer(m, 2, 1024, dtype="fp32") == pytest.approx(2 * (bf16 - lse) + lse)
-    assert memory.inference(m, context_len=1024, tp=2).activations == pytest.approx(
-        1024 * (4 * 4096 + 2 * 11008) * 2 / 2 + 32000 * 4)
+    two = memory.inference(m, context_len=1024, tp=2)
+    assert two.activations == pytest.approx(1024 * (4 * 4096 + 2 * 11008 / 2) * 2 + 32000 * 4)
+    per_peer = calibration._stored()["serving/comm_bytes_per_peer"]
+    assert two.overhead == pytest.approx(memory.RUNTIME_OVERHEAD + per_peer) and 0.5e9 < per_peer < 2e9
+    assert memory.inference(m, context_len=1024, tp=8).overhead == pytest.approx(memory.RUNTIME_OVERHEAD + 7 * per_peer)
+    assert memory.inference(m, context_len=1024).overhead == memory.RUNTIME_OVERHEAD
     h100 = gpus.get("H100")
     assert memory.fits(memory.MemoryBreakdown(weights=h100.reported_memory_bytes), h100)
     assert memory.kv_cache_bytes(m, np.array([2**62]))[0] == pytest.approx(2.0**62 * 32 * 2 * 4096 * 2)
@@ -536,16 +541,22 @@ def test_the_largest_batch_is_never_negative_when_nothing_fits():
 
 
 def test_serving_memory_against_static_batch_peaks():
-    """The peak memory per GPU of 1,872 TensorRT-LLM 0.9 static batches, nothing fitted: within 5 %
-    in median (measured 4.2 %); on one GPU, where the workspace question does not arise, within 3 %
-    in median and 97 % of them within 10 % (measured 2.3 % and 97 %). With tensor parallelism the
-    engine keeps more than its share of the workspace, so the model runs low as the GPUs grow."""
+    """The peak memory per GPU of 1,872 TensorRT-LLM 0.9 static batches. Only the communication
+    reserve of a tensor-parallel group is fitted, on the A100 and H100 SXM runs; the 1,117 runs on
+    the H100 NVL, H200, L40 and L40S test it: within 5 % in median (measured 3.1 %) and 90 % of them
+    within 15 % (measured 94 %), and at every GPU count the signed median within 15 % (measured
+    -2 % to +12 %: PCIe cards at eight GPUs keep about half the reserve, +23 % on the L40S). On one
+    GPU, where neither the reserve nor the replicated workspace arises, within 3 % in median and 97 %
+    of them within 10 % (measured 2.3 % and 97 %)."""
     runs = validation.static_batch_runs()
     error = runs["error memory (GB)"]
+    test = runs["memory split"] == "test"
+    assert set(runs.loc[~test, "GPU"]) == set(calibration.MEMORY_CALIBRATION_GPUS) and test.sum() == 1117
+    assert error[test].abs().median() <= 0.05 and (error[test].abs() <= 0.15).mean() >= 0.90
+    by_tp = error[test].groupby(runs.loc[test, "GPUs"]).median()
+    assert list(by_tp.index) == [1, 2, 4, 8] and by_tp.abs().max() <= 0.15
     one = error[runs["GPUs"] == 1].abs()
-    assert error.abs().median() <= 0.05 and one.median() <= 0.03 and (one <= 0.10).mean() >= 0.95
-    by_tp = error.groupby(runs["GPUs"]).median()
-    assert list(by_tp.index) == [1, 2, 4, 8] and by_tp.is_monotonic_decreasing
+    assert one.median() <= 0.03 and (one <= 0.10).mean() >= 0.95
 
 
 def test_context_parallelism_keeps_a_share_of_each_sequence_and_shards_states_with_dp():

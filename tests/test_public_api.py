@@ -29,7 +29,7 @@ PRESENTATION = {"plots", "widgets", "book"}
 UNCHECKED = {
     **{f"calibration.{name}": "fits and predicts the package's own data rows (scripts/calibrate.py), not a reader's input"
        for name in ("best_layouts", "candidates", "errors", "fit", "fit_serving", "layout_row", "leave_one_family_out",
-                    "fit_kv_block_bandwidth", "fit_host_seconds", "host_runs", "megatron_flops_per_token", "predict", "predict_serving",
+                    "fit_kv_block_bandwidth", "fit_host_seconds", "static_batch_memory", "host_runs", "megatron_flops_per_token", "predict", "predict_serving",
                     "published_seconds", "published_throughput", "run_model", "run_network", "serving_errors", "serving_leave_one_group_out")},
     **{f"units.{name}": "a checker: raising the ValueError is its whole job"
        for name in ("argument", "check_bool", "check_choice", "check_instance", "check_list", "check_positive",
@@ -85,6 +85,7 @@ EXAMPLES = {
     "memory.as_model": dict(model="llama-2-7b"),
     "memory.kv_cache_bytes": dict(model="llama-3-8b", context_len=4096, kv_dtype="fp8"),
     "memory.kv_share": dict(model=LLAMA, tp=2),
+    "memory.communication_reserve": dict(tp=8),
     "memory.longest_context_table": dict(model="llama-2-7b", batch_size=2, gpu_names=["H100", "L4"]),
     "memory.quantized_weight_bytes": dict(model=LLAMA, weight_dtype="int4"),
     "models.from_config": dict(config=QWEN3, name="my-qwen"),

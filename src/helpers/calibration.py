@@ -279,6 +279,9 @@ def fitted_table() -> pd.DataFrame:
     served.loc[served["parameter"] == "serving/host_seconds", "basis"] = \
         f"NIM closed-loop runs of {HOST_FIT_MODEL} with 2 clients or more and prompts no longer than their outputs " \
         "(loaded_serving_runs.csv): time per token"
+    served.loc[served["parameter"] == "serving/comm_bytes_per_peer", "basis"] = \
+        f"TensorRT-LLM 0.9 static batches on {' and '.join(MEMORY_CALIBRATION_GPUS)} (static_batch_runs.csv): " \
+        "peak memory per GPU beyond the model's count, per other GPU of the group"
     return pd.concat([table, served], ignore_index=True)
 
 
@@ -488,7 +491,36 @@ def serving_entries() -> list[tuple[str, str, float]]:
     ratio = 1 / (1 + serving_leave_one_group_out(calibration))  # published / predicted seconds
     ends = (min(float(np.quantile(ratio, BAND_QUANTILES[0])), 1), max(float(np.quantile(ratio, BAND_QUANTILES[1])), 1))
     entries += [("band", f"serving/q{int(q * 100):02d}", v) for q, v in zip(BAND_QUANTILES, ends)]
-    return entries + [("band", "serving/rows", float(len(ratio)))]
+    entries += [("band", "serving/rows", float(len(ratio)))]
+    return entries + [("parameter", "serving/comm_bytes_per_peer", fit_communication_reserve())]
+
+
+#: The GPUs whose static batches the communication reserve is fitted on (:func:`fit_communication_reserve`);
+#: the runs on the other GPUs of ``data/static_batch_runs.csv`` test it.
+MEMORY_CALIBRATION_GPUS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
+
+
+def static_batch_memory(row: pd.Series) -> tuple[float, float]:
+    """Bytes per GPU of a TensorRT-LLM static batch (a row of ``data/static_batch_runs.csv``) that
+    the memory model counts, and the GPUs of the group: :func:`memory.inference` of the batch at its
+    full context, but with a workspace for the whole batch's prompts, which a static batch prefills
+    at once, rather than one chunk, and without the communication reserve."""
+    m, batch, tp = models.get(row["model"]), int(row["batch_size"]), int(row["n_gpus"])
+    held = memory.inference(m, context_len=int(row["prompt_len"]) + int(row["output_len"]), tp=tp, batch_size=batch,
+                            weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"])
+    whole = memory.inference_workspace(m, batch * int(row["prompt_len"]), batch, tp)
+    return held.weights + held.kv_cache + whole + memory.RUNTIME_OVERHEAD, tp
+
+
+def fit_communication_reserve() -> float:
+    """Bytes per other GPU of the group (``serving/comm_bytes_per_peer``) that TensorRT-LLM 0.9's
+    static batches on :data:`MEMORY_CALIBRATION_GPUS` used beyond :func:`static_batch_memory` (peak
+    memory per GPU as gptSessionBenchmark reports it), by least squares on tp - 1."""
+    table = _data.table("static_batch_runs")
+    rows = table[table["gpu"].isin(MEMORY_CALIBRATION_GPUS)]
+    counted, tp = (np.array(v, dtype=float) for v in zip(*(static_batch_memory(r) for _, r in rows.iterrows())))
+    peers, beyond = tp - 1, rows["peak_memory_gb"].to_numpy(dtype=float) * 1e9 - counted
+    return float(peers @ beyond / (peers @ peers))
 
 
 def serving_band() -> tuple[float, float]:

@@ -20,7 +20,7 @@ from math import ceil
 import numpy as np
 import pandas as pd
 
-from . import formats, gpus, models
+from . import _data, formats, gpus, models
 from .gpus import GPU
 from .models import Model
 from .units import MiB, argument, check_bool, check_choice, check_dtype, check_list, check_positive, dtype_bytes
@@ -526,10 +526,30 @@ def kv_share(model: "Model | str | float", tp: int) -> float:
 
 
 def inference_workspace(model: Model, tokens, sequences, tp: int = 1):
-    """Bytes per GPU of one layer's 16-bit intermediates for a forward pass over ``tokens`` tokens
-    (hidden state, Q/K/V and attention output, the MLP's two halves: 4h + 2 d_ff per token, split
-    over ``tp``) plus one fp32 row of logits for each of ``sequences``. Numbers or numpy arrays."""
-    return tokens * (4 * model.d_model + 2 * model.d_ff) * 2 / tp + sequences * model.vocab_size * 4
+    """Bytes per GPU of one layer's 16-bit intermediates at the layer's peak, in its MLP, for a
+    forward pass over ``tokens`` tokens: four hidden-size vectors a token that every GPU of a
+    tensor-parallel group holds whole (the residual stream, its normalised copy, the row-parallel
+    product's partial sum and its all-reduced result: Shoeybi et al. 2019, arXiv:1909.08053,
+    Sec. 3) and the MLP's two halves, split over ``tp`` (4h + 2 d_ff / tp per token); plus one
+    fp32 row of logits for each of ``sequences``. Numbers or numpy arrays."""
+    return tokens * (4 * model.d_model + 2 * model.d_ff / tp) * 2 + sequences * model.vocab_size * 4
+
+
+def communication_reserve(tp: int) -> float:
+    """Bytes per GPU a serving engine keeps for the other ``tp`` - 1 GPUs of its tensor-parallel
+    group: NCCL's buffers, a set per channel and peer (its memory 'linearly tied to the number of
+    channels', NVIDIA/nccl issue 986), and TensorRT-LLM's all-reduce workspace, tp times its size
+    (``AllReduceBuffers``, cpp/tensorrt_llm/runtime/ipcUtils.cpp); at the bytes per peer fitted on
+    TensorRT-LLM 0.9's static batches on A100 and H100 SXM (``serving/comm_bytes_per_peer`` in
+    data/calibration.csv; :func:`calibration.fit_communication_reserve`). 0 on one GPU."""
+    check_positive("tp", tp, integer=True)
+    return 0.0 if tp == 1 else (tp - 1) * _comm_bytes_per_peer()
+
+
+@cache
+def _comm_bytes_per_peer() -> float:
+    table = _data.table("calibration")
+    return float(table.loc[table["parameter"] == "serving/comm_bytes_per_peer", "value"].iloc[0])
 
 
 def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
@@ -538,7 +558,9 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
 
     Weights split over tp; KV heads split over tp too (:func:`kv_share`).
     The activation workspace holds one layer's intermediates for a prefill chunk of up to
-    :data:`PREFILL_CHUNK_TOKENS` tokens (16-bit) plus one row of fp32 logits per sequence.
+    :data:`PREFILL_CHUNK_TOKENS` tokens (16-bit, :func:`inference_workspace`) plus one row of fp32
+    logits per sequence; the overhead is the CUDA context and, on several GPUs, the buffers for the
+    others (:func:`communication_reserve`).
     """
     m = as_model(model)
     check_positive("batch_size", batch_size, integer=True)
@@ -549,7 +571,7 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
         weights=quantized_weight_bytes(m, weight_dtype) / tp,
         kv_cache=kv_cache_bytes(m, context_len, kv_dtype) * kv_share(m, tp) * batch_size,
         activations=workspace,
-        overhead=RUNTIME_OVERHEAD,
+        overhead=RUNTIME_OVERHEAD + communication_reserve(tp),
     )
 
 
@@ -589,10 +611,11 @@ def _inference_total(m: Model, *, weight_dtype: str = "bf16", kv_dtype: str = "b
     neither computed once (arguments already checked; the same arithmetic in the same order)."""
     weights = quantized_weight_bytes(m, weight_dtype) / tp
     per_value, share = m.kv_values_per_layer * dtype_bytes(kv_dtype), kv_share(m, tp)
+    overhead = RUNTIME_OVERHEAD + communication_reserve(tp)
 
     def total(batch_size: int, context_len: int) -> float:
         workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
-        return weights + workspace + _sequence_kv_bytes(m, context_len, per_value) * share * batch_size + RUNTIME_OVERHEAD
+        return weights + workspace + _sequence_kv_bytes(m, context_len, per_value) * share * batch_size + overhead
     return total
 
 

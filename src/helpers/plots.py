@@ -28,7 +28,7 @@ LABEL = "value label"
 COLORS = {"weights": "#4C72B0", "gradients": "#DD8452", "optimizer": "#C44E52",
           "activations": "#55A868", "kv_cache": "#8172B3", "overhead": "#937860"}
 LABELS = {"weights": "weights", "gradients": "gradients", "optimizer": "optimizer states",
-          "activations": "activations", "kv_cache": "KV cache", "overhead": "CUDA context"}
+          "activations": "activations", "kv_cache": "KV cache", "overhead": "runtime overhead"}
 
 BOOK_STYLE = {"figure.dpi": 100, "savefig.dpi": 100, "font.size": 10, "axes.spines.top": False,
               "axes.spines.right": False, "axes.grid": True, "grid.alpha": 0.3, "figure.figsize": (8, 3.5),

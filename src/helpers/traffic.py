@@ -78,7 +78,7 @@ MAX_UTILIZATION = 0.95
 SMALL_SHARE_PARAMS = 10e9
 #: The least and the most such replicas came out too fast: the signed median error of each model's
 #: runs on each GPU count. The test holds these figures to the data.
-SMALL_SHARE_MISS = (0.14, 0.50)
+SMALL_SHARE_MISS = (0.14, 0.48)
 #: Where a GPU's weight format came out more than a tenth too fast at peak throughput: the signed
 #: median error of :func:`saturated` on its published runs that no other caveat covers (NVFP4 on
 #: the B200 and GB200; not on the RTX PRO 6000). The test holds these figures to the data.

@@ -241,7 +241,9 @@ def loaded_runs() -> pd.DataFrame:
 @cache
 def static_batch_runs() -> pd.DataFrame:
     """TensorRT-LLM 0.9.0 static batches (``data/static_batch_runs.csv``) against the serving step
-    model and the memory model, none of them used to fit either: the mean decoding step
+    model and the memory model, none of them used to fit the step model, and only the memory of the
+    runs on :data:`calibration.MEMORY_CALIBRATION_GPUS` (``memory split``) to fit the communication
+    reserve of a tensor-parallel group (:func:`memory.communication_reserve`): the mean decoding step
     (token-to-token latency) and the batch's prefill (first-token latency), in ms, and the peak
     memory per GPU in decimal GB (``cudaMemGetInfo``'s used memory, CUDA context included, as
     gptSessionBenchmark reports it), with errors (predicted / published - 1).
@@ -260,12 +262,13 @@ def static_batch_runs() -> pd.DataFrame:
     to prompt + output - 1; a step's time being linear in its context, that is the step at
     prompt + output / 2. The memory is :func:`memory.inference` of the batch at its full context,
     except that the activation workspace holds the whole batch's prompts, which a static batch
-    prefills at once, rather than one chunk. Computed once (cached; callers must not mutate it):
+    prefills at once, rather than one chunk (:func:`calibration.static_batch_memory`), with the
+    communication reserve. Computed once (cached; callers must not mutate it):
     the appendix, ``out_of_sample`` and the benchmarks all read it."""
     cal, (low, high) = serving.default_calibration(), calibration.serving_band()
     rows = []
     for _, row in _data.table("static_batch_runs").iterrows():
-        m, batch, prompt, output = models.get(row["model"]), int(row["batch_size"]), int(row["prompt_len"]), int(row["output_len"])
+        batch, prompt, output = int(row["batch_size"]), int(row["prompt_len"]), int(row["output_len"])
         kw = dict(tp=int(row["n_gpus"]), batch_size=batch, weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"])
         decode = serving.decode_steps(row["model"], row["gpu"], context_len=prompt + output // 2, split_kv=False, **kw)
         prefill = serving.prefill_steps(row["model"], row["gpu"], prompt, **kw)
@@ -273,11 +276,11 @@ def static_batch_runs() -> pd.DataFrame:
         predicted = {k: 1000 * float(t["total"].sum()) for k, t in terms.items()}
         floor = {k: 1000 * float(t["roofline"].sum()) for k, t in terms.items()}  # the band stops at the roofline
         published = {"ms per token": row["token_to_token_ms"], "first token (ms)": row["first_token_ms"]}
-        held = memory.inference(m, context_len=prompt + output, **kw)  # the static prefill is not chunked:
-        predicted["memory (GB)"] = (held.total - held.activations +  # its workspace holds the whole batch
-                                    memory.inference_workspace(m, batch * prompt, batch, kw["tp"])) / GB
+        counted, tp = calibration.static_batch_memory(row)
+        predicted["memory (GB)"] = (counted + memory.communication_reserve(tp)) / GB
         published["memory (GB)"] = row["peak_memory_gb"]
         rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
+                     "memory split": "calibration" if row["gpu"] in calibration.MEMORY_CALIBRATION_GPUS else "test",
                      "weights": row["weight_dtype"], "batch": batch, "prompt": prompt, "output": output,
                      **{f"published {k}": v for k, v in published.items()},
                      **{f"predicted {k}": v for k, v in predicted.items()},
@@ -423,7 +426,8 @@ def out_of_sample() -> pd.DataFrame:
         parts.append((f"maximum throughput, TensorRT-LLM: {name}", peak.loc[rows, "error"], peak.loc[rows, "inside band"],
                       None))
     parts.append(("fine-tuning memory (GPU)", memory_runs()["GPU error"], None, None))
-    parts.append(("serving memory, TensorRT-LLM 0.9 (peak per GPU)", static["error memory (GB)"], None, None))
+    parts.append(("serving memory, TensorRT-LLM 0.9 (peak per GPU)",
+                  static.loc[static["memory split"] == "test", "error memory (GB)"], None, None))
     return pd.DataFrame([{"estimate": name, "measurements": len(errors), "median error": errors.abs().median(),
                           "largest error": errors.abs().max(),
                           "inside band": float("nan") if inside is None else float(inside.mean()),
