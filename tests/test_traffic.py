@@ -238,10 +238,10 @@ def test_saturation_against_trtllm_throughput_tables():
     release 1.0 (Llama 3.1 8B, Llama 3.3 70B and Llama 3.1 405B on H100, H200, B200, GB200 and
     RTX PRO 6000, FP8 and NVFP4; Qwen3 30B-A3B and Llama 4 Scout on one GPU in NVFP4), prompts of
     128-20,000 and outputs of 128-4,096 tokens. Where the selector gives no caveat (traffic.peak_note),
-    within 10 % in median (measured 6.4 %; 5.9 % and 8.4 % by release) and 95 % inside the serving
+    within 10 % in median (measured 6.4 %; 6.0 % and 8.0 % by release) and 95 % inside the serving
     band (measured 99.6 %); reserving each request whole at admission, as TensorRT-LLM's scheduler
-    does, is closer than the default on-demand cache (measured 7.2 %). Where it gives one, the runs
-    are too fast by more than a fifth in median (measured +36 %): if a change catches those
+    does, is closer than the default on-demand cache (measured 6.8 %). Where it gives one, the runs
+    are too fast by more than a fifth in median (measured +35 %): if a change catches those
     misses, this test and the caveats' say so."""
     runs = validation.throughput_runs()
     assert len(runs) == 435
