@@ -3,7 +3,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from helpers import calibration, gpus, memory, models, validation
+from helpers import _data, calibration, gpus, memory, models, validation
 from helpers.models import Model
 from helpers.units import GB, GiB, KiB, MiB
 
@@ -227,7 +227,7 @@ def test_precision_tp_and_boundaries_reach_activations_workspace_and_fits_by_han
     assert memory.activations_per_layer(m, 2, 1024, dtype="fp32") == pytest.approx(2 * (bf16 - lse) + lse)
     two = memory.inference(m, context_len=1024, tp=2)
     assert two.activations == pytest.approx(1024 * (4 * 4096 + 2 * 11008 / 2) * 2 + 32000 * 4)
-    per_peer = calibration._stored()["serving/comm_bytes_per_peer"]
+    per_peer = _data.calibrated()["serving/comm_bytes_per_peer"]
     assert two.overhead == pytest.approx(memory.RUNTIME_OVERHEAD + per_peer) and 0.5e9 < per_peer < 2e9
     assert memory.inference(m, context_len=1024, tp=8).overhead == pytest.approx(memory.RUNTIME_OVERHEAD + 7 * per_peer)
     assert memory.inference(m, context_len=1024).overhead == memory.RUNTIME_OVERHEAD

@@ -285,18 +285,11 @@ def fitted_table() -> pd.DataFrame:
     return pd.concat([table, served], ignore_index=True)
 
 
-@cache
-def _stored() -> dict[str, float]:
-    """``data/calibration.csv`` as parameter -> value."""
-    table = _data.table("calibration")
-    return dict(zip(table["parameter"], table["value"].astype(float)))
-
-
 def band(gpu: "gpus.GPU | str", dtype: str) -> tuple[float, float]:
     """(low, high) factors that take a predicted steady-state time to the range of the real one for
     ``gpu`` in ``dtype``: quantiles of published / predicted time out of sample, for calibrated
     architectures, or for all when no calibration run used this architecture."""
-    values, g = _stored(), gpus.get(gpu)
+    values, g = _data.calibrated(), gpus.get(gpu)
     calibrated = f"gemm_efficiency/{g.architecture}/{'fp8' if dtype == 'fp8' else 'bf16'}" in values
     label = "calibrated" if calibrated else "uncalibrated"
     return tuple(values[f"{label}_q{int(q * 100):02d}"] for q in BAND_QUANTILES)
@@ -500,16 +493,16 @@ def serving_entries() -> list[tuple[str, str, float]]:
 MEMORY_CALIBRATION_GPUS = ("A100-SXM4-80GB", "H100-SXM5-80GB")
 
 
-def static_batch_memory(row: pd.Series) -> tuple[float, float]:
+def static_batch_memory(row: pd.Series) -> float:
     """Bytes per GPU of a TensorRT-LLM static batch (a row of ``data/static_batch_runs.csv``) that
-    the memory model counts, and the GPUs of the group: :func:`memory.inference` of the batch at its
+    the memory model counts: :func:`memory.inference` of the batch at its
     full context, but with a workspace for the whole batch's prompts, which a static batch prefills
     at once, rather than one chunk, and without the communication reserve."""
     m, batch, tp = models.get(row["model"]), int(row["batch_size"]), int(row["n_gpus"])
     held = memory.inference(m, context_len=int(row["prompt_len"]) + int(row["output_len"]), tp=tp, batch_size=batch,
                             weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"])
     whole = memory.inference_workspace(m, batch * int(row["prompt_len"]), batch, tp)
-    return held.weights + held.kv_cache + whole + memory.RUNTIME_OVERHEAD, tp
+    return held.weights + held.kv_cache + whole + memory.RUNTIME_OVERHEAD
 
 
 def fit_communication_reserve() -> float:
@@ -518,13 +511,13 @@ def fit_communication_reserve() -> float:
     memory per GPU as gptSessionBenchmark reports it), by least squares on tp - 1."""
     table = _data.table("static_batch_runs")
     rows = table[table["gpu"].isin(MEMORY_CALIBRATION_GPUS)]
-    counted, tp = (np.array(v, dtype=float) for v in zip(*(static_batch_memory(r) for _, r in rows.iterrows())))
-    peers, beyond = tp - 1, rows["peak_memory_gb"].to_numpy(dtype=float) * 1e9 - counted
+    counted = np.array([static_batch_memory(r) for _, r in rows.iterrows()])
+    peers, beyond = rows["n_gpus"].to_numpy(dtype=float) - 1, rows["peak_memory_gb"].to_numpy(dtype=float) * 1e9 - counted
     return float(peers @ beyond / (peers @ peers))
 
 
 def serving_band() -> tuple[float, float]:
     """(low, high) factors that take a predicted serving time (a decoding step, a prefill, a static
     batch) to the range of the real one, out of sample."""
-    values = _stored()
+    values = _data.calibrated()
     return tuple(values[f"serving/q{int(q * 100):02d}"] for q in BAND_QUANTILES)

@@ -543,13 +543,7 @@ def communication_reserve(tp: int) -> float:
     TensorRT-LLM 0.9's static batches on A100 and H100 SXM (``serving/comm_bytes_per_peer`` in
     data/calibration.csv; :func:`calibration.fit_communication_reserve`). 0 on one GPU."""
     check_positive("tp", tp, integer=True)
-    return 0.0 if tp == 1 else (tp - 1) * _comm_bytes_per_peer()
-
-
-@cache
-def _comm_bytes_per_peer() -> float:
-    table = _data.table("calibration")
-    return float(table.loc[table["parameter"] == "serving/comm_bytes_per_peer", "value"].iloc[0])
+    return 0.0 if tp == 1 else (tp - 1) * _data.calibrated()["serving/comm_bytes_per_peer"]
 
 
 def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",

@@ -140,8 +140,7 @@ class ServingCalibration:
 @cache
 def default_calibration() -> ServingCalibration:
     """The parameters in ``data/calibration.csv`` (written by ``scripts/calibrate.py``)."""
-    table = _data.table("calibration")
-    return ServingCalibration.from_entries(dict(zip(table["parameter"], table["value"].astype(float))))
+    return ServingCalibration.from_entries(_data.calibrated())
 
 
 @dataclass(frozen=True)

@@ -247,6 +247,11 @@ def _small_share(m: Model, g: GPU, tp: int) -> bool:
     return bool(tp > 1 and g.gpu_link and tp <= g.gpu_link_domain and m.n_active_params / tp < SMALL_SHARE_PARAMS)
 
 
+def _format_miss(g: GPU, weight_dtype: str) -> float | None:
+    """The published runs' miss of ``weight_dtype`` weights on ``g`` (:data:`FORMAT_MISS`), None where there is none."""
+    return FORMAT_MISS.get((g.name, weight_dtype))
+
+
 def _small_experts(m: Model) -> bool:
     """Whether ``m`` is a mixture of experts whose routed experts each hold fewer than
     :data:`SMALL_EXPERT_PARAMS` parameters per layer."""
@@ -267,8 +272,8 @@ def peak_note(model: "Model | str | float", gpu: "GPU | str", tp: int, weight_dt
         low, high = SMALL_SHARE_MISS
         notes.append(f"{m.n_active_params / tp / 1e9:.1f} B active parameters on each of {tp} GPUs over {g.gpu_link}, "
                      f"where this model was {low:.0%}-{high:.0%} too fast at peak throughput on published runs")
-    if (g.name, weight_dtype) in FORMAT_MISS:
-        notes.append(f"{weight_dtype} weights on this GPU, where this model was {FORMAT_MISS[g.name, weight_dtype]:.0%} "
+    if (miss := _format_miss(g, weight_dtype)) is not None:
+        notes.append(f"{weight_dtype} weights on this GPU, where this model was {miss:.0%} "
                      "too fast at peak throughput on published runs")
     if _small_experts(m):
         notes.append(f"routed experts of {m.expert_params / 1e6:.0f} M parameters each, "

@@ -276,8 +276,7 @@ def static_batch_runs() -> pd.DataFrame:
         predicted = {k: 1000 * float(t["total"].sum()) for k, t in terms.items()}
         floor = {k: 1000 * float(t["roofline"].sum()) for k, t in terms.items()}  # the band stops at the roofline
         published = {"ms per token": row["token_to_token_ms"], "first token (ms)": row["first_token_ms"]}
-        counted, tp = calibration.static_batch_memory(row)
-        predicted["memory (GB)"] = (counted + memory.communication_reserve(tp)) / GB
+        predicted["memory (GB)"] = (calibration.static_batch_memory(row) + memory.communication_reserve(kw["tp"])) / GB
         published["memory (GB)"] = row["peak_memory_gb"]
         rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
                      "memory split": "calibration" if row["gpu"] in calibration.MEMORY_CALIBRATION_GPUS else "test",
@@ -331,9 +330,9 @@ def throughput_runs() -> pd.DataFrame:
         at, on_demand = traffic.saturated(reserved), traffic.saturated(traffic.replica(row["model"], row["gpu"], **kw))
         published = float(row["output_tokens_per_s"])
         predicted = at.output_tokens_per_s
-        m = models.get(row["model"])
-        small, experts = traffic._small_share(m, gpus.get(row["gpu"]), kw["tp"]), traffic._small_experts(m)
-        fmt = (row["gpu"], row["weight_dtype"]) in traffic.FORMAT_MISS
+        m, g = models.get(row["model"]), gpus.get(row["gpu"])
+        small, experts = traffic._small_share(m, g, kw["tp"]), traffic._small_experts(m)
+        fmt = traffic._format_miss(g, row["weight_dtype"]) is not None
         rows.append({"id": row["id"], "release": row["engine"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
                      "weights": row["weight_dtype"], "prompt": kw["prompt_len"], "output": kw["output_len"],
                      "batch": reserved.max_batch, "published tokens/s": published, "predicted tokens/s": predicted,
@@ -396,7 +395,8 @@ def out_of_sample() -> pd.DataFrame:
     every test load of :func:`loaded_runs` whose batch fits and every static batch of
     :func:`static_batch_runs` (by batch size) and every maximum throughput of :func:`throughput_runs`
     (apart where :func:`traffic.peak_note` gives a caveat); memory: every fine-tuning run of
-    :func:`memory_runs` and every static batch's peak (the memory model has no fitted parameter).
+    :func:`memory_runs` and the static batches' peaks on the GPUs the communication reserve was not
+    fitted on (``memory split``).
     For training, ``half the peak``: the median error of the plain constant of :func:`training_runs`
     (``half-peak error``) on the same runs, the baseline the step model has to beat."""
     training = training_runs()
