@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -45,6 +47,21 @@ def test_autocast_keeps_norm_inputs_and_softmax_in_fp32_by_hand():
     assert memory.activations_per_layer(gpt3, b, s, recompute="full", **kw) == pytest.approx(4 * s * b * h)
     assert memory.training(gpt3, dtype="fp16", amp=True, flash_attention=False, micro_batch_size=1, seq_len=s).activations \
         > memory.training(gpt3, dtype="fp16", flash_attention=False, micro_batch_size=1, seq_len=s).activations
+
+
+def test_parallel_blocks_keep_one_input_and_its_normalised_copies_by_hand():
+    """GPT-J (one norm, parallel attention and MLP) keeps one norm input and one normalised copy
+    where the same shape in sequence keeps two of each: 2 + 2 bytes fewer per token and unit of h in
+    16 bits, 4 + 2 under autocast (the fp32 norm input); Pythia's block (two norms of one input), 2 (4)."""
+    gptj = models.get("gpt-j-6b")
+    assert (gptj.block, gptj.norms, models.get("falcon-40b").norms) == ("parallel", (1, 1), (1, 2))
+    s, h = 2048, gptj.d_model
+    sequential, two_norms = replace(gptj, block="sequential"), replace(gptj, block="parallel two-norm")
+    for kw, wide, e in ((dict(), 2, 2), (dict(dtype="fp16", amp=True), 4, 2)):
+        parallel = memory.activations_per_layer(gptj, 1, s, **kw)
+        assert memory.activations_per_layer(sequential, 1, s, **kw) - parallel == pytest.approx(s * h * (wide + e))
+        assert memory.activations_per_layer(sequential, 1, s, **kw) - \
+            memory.activations_per_layer(two_norms, 1, s, **kw) == pytest.approx(s * h * wide)
 
 
 def test_llama_layer_activations_by_hand():

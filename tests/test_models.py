@@ -1,3 +1,5 @@
+from dataclasses import replace
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -39,6 +41,11 @@ def test_aliases(alias):
 def test_unknown_model():
     with pytest.raises(ValueError, match="unknown model 'llama-4-70b'; closest known: .*llama"):
         models.get("llama-4-70b")
+
+
+def test_block_must_be_a_known_arrangement():
+    with pytest.raises(ValueError, match="block=.fused. is not supported; choose one of sequential, parallel, parallel two-norm"):
+        replace(models.get("gpt-j-6b"), block="fused")
 
 
 @given(st.floats(min_value=1e8, max_value=1e13))

@@ -267,9 +267,12 @@ def layer_activation_bytes(model: Model, micro_batch_size, seq_len, recompute, t
     # CUDA ops that autocast to float32: layer_norm, softmax).
     wide = 4 if amp else e
     mlp = model.mlp_width / h  # MLP width per token, in units of h
-    # Replicated over the tensor-parallel group unless the sequence is split: the two norm inputs,
-    # the inputs of the QKV and first MLP products, and one dropout mask after attention and one after the MLP.
-    replicated = tokens * h * (2 * wide + 2 * e + 2 * dropout)
+    # Replicated over the tensor-parallel group unless the sequence is split: the norms' inputs and
+    # their outputs, the QKV and first MLP products' inputs (two of each in a sequential layer; a
+    # parallel block's one input, normalised once or twice: Model.norms), and one dropout mask
+    # after attention and one after the MLP.
+    inputs, outputs = model.norms
+    replicated = tokens * h * (inputs * wide + outputs * e + 2 * dropout)
     # Split over the group: Q, K and V (K and V at the KV width), the attention output, the MLP's
     # activation input (two halves for SwiGLU) and the second product's input.
     q = model.attention_dim / h
@@ -292,7 +295,10 @@ def activations_per_layer(model: Model, micro_batch_size: int, seq_len: int, *, 
     GPT (multi-head attention, a 4h GELU MLP, dropout, no FlashAttention) it is their
     s*b*h*(34 + 5*a*s/h) with 16-bit values and 1-byte dropout masks. Grouped-query attention
     shrinks K and V to the KV width, a SwiGLU MLP keeps both halves of its d_ff-wide input, and
-    without dropout the masks and the dropped-out copy of the scores go. FlashAttention never
+    without dropout the masks and the dropped-out copy of the scores go. A parallel block
+    (:data:`models.BLOCKS`) keeps its one input and its one or two normalised copies where a
+    sequential layer keeps two of each: in 16 bits 4 bytes fewer per token and unit of h with one
+    norm (GPT-J, Falcon-7B, Phi-2), 2 with two (Pythia, Falcon-40B). FlashAttention never
     stores the a*s^2 score matrix (it recomputes it in the backward pass, keeping an fp32 log-sum-exp
     per head and token); without it, selective recompute drops the scores instead (Sec. 5). Full
     recompute keeps only the layer input, e*s*b*h (Sec. 4.3). With tp > 1 everything is divided by

@@ -24,6 +24,12 @@ from .units import check_bool, check_choice, check_positive
 
 #: MLP kinds: two matrices (GELU or ReLU) or three (gated: SwiGLU, GeGLU).
 MLPS = ("gelu", "relu", "swiglu")
+#: How a layer arranges attention and MLP: one after the other ("sequential", each behind its own
+#: norm), or side by side on the same input, x + attn(norm(x)) + mlp(norm(x)), behind one norm
+#: ("parallel": GPT-J, Wang and Komatsuzaki 2021; PaLM, Chowdhery et al. 2022, arXiv:2204.02311,
+#: Sec. 2; Falcon-7B; Phi-2) or two ("parallel two-norm": GPT-NeoX and Pythia, whose config
+#: flag is use_parallel_residual; Falcon-40B and -180B, new_decoder_architecture).
+BLOCKS = ("sequential", "parallel", "parallel two-norm")
 
 
 @dataclass(frozen=True)
@@ -65,6 +71,7 @@ class Model:
     moe_d_ff: int = 0
     n_shared_experts: int = 0
     n_dense_layers: int = 0
+    block: str = "sequential"
 
     def __post_init__(self) -> None:
         for field in ("name", "display_name", "source"):
@@ -79,6 +86,7 @@ class Model:
                       "sliding_window", "n_sliding_layers", "moe_d_ff", "n_shared_experts", "n_dense_layers"):
             check_positive(field, getattr(self, field), integer=True, allow_zero=True)
         check_choice("mlp", self.mlp, MLPS)
+        check_choice("block", self.block, BLOCKS)
         check_bool("tied_embeddings", self.tied_embeddings)
         if (not self.head_size and self.d_model % self.n_heads) or self.n_heads % self.n_kv_heads:
             raise ValueError(f"n_heads={self.n_heads} must divide d_model={self.d_model} (or head_size be given) and "
@@ -98,6 +106,13 @@ class Model:
     def head_dim(self) -> int:
         """Width of one query (and key) head: ``head_size``, else d_model / n_heads."""
         return self.head_size or self.d_model // self.n_heads
+
+    @property
+    def norms(self) -> tuple[int, int]:
+        """Per layer, the norms' distinct inputs and their outputs: a sequential layer normalises
+        the residual stream before attention and again, with attention added, before the MLP (2, 2);
+        a parallel block normalises one input, once or twice (1, 1 or 1, 2)."""
+        return {"sequential": (2, 2), "parallel": (1, 1), "parallel two-norm": (1, 2)}[self.block]
 
     @property
     def kv_dim(self) -> int:
@@ -375,7 +390,7 @@ def _from_row(row: pd.Series) -> Model:
     if isinstance(row.get("config"), str):  # the shape from the model's own config.json
         return replace(from_config(_config(row["config"])), **published)
     return Model(**published, **{k: int(row[k]) for k in _SHAPE}, mlp=row["mlp"],
-                 tied_embeddings=bool(row["tied_embeddings"]))
+                 tied_embeddings=bool(row["tied_embeddings"]), block=row["block"])
 
 
 @cache

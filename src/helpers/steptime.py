@@ -22,6 +22,10 @@ sharding (``zero_stage``). The terms, in seconds per step on the critical path:
   parallelism) of the layer's activations per micro-batch and layer, six with full recompute
   (Shoeybi et al. 2019, Sec. 3; Korthikanti et al. 2022, Sec. 4.2.2), on the critical path unless
   pipelined with the matrix products (``tp_overlap``), which can hide them up to their own time.
+  A parallel block (:data:`models.BLOCKS`) adds attention's and the MLP's outputs before one
+  reduction ("we can do a single allreduce after we add mlp / attn outputs", GPT-NeoX,
+  megatron/model/transformer.py, ``gpt_j_residual``), while the backward still reduces each
+  branch's input gradient: three, four with full recompute.
 - **pipeline_bubble**: (pp - 1) / vpp idle micro-batch slots (Narayanan et al. 2021,
   arXiv:2104.04473, Sec. 2.2); **pipeline_p2p**: the activation and gradient sends between
   stages, vpp of each per micro-batch, each tensor-parallel rank sending a 1/tp share that the
@@ -669,8 +673,12 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     layers = np.ceil(L / pp)  # the busiest stage when the layers do not split evenly
     layer_recompute = np.where(rc == 2, mb["layer_fwd"], np.where(rc == 1, mb["selective"], 0.0))
 
-    # Tensor parallel: 4 collectives per layer and micro-batch (6 with full recompute), exposed.
-    tp_comm = layers * np.where(rc == 2, 6, 4) * mb["tp_collective"]
+    # Tensor parallel, exposed, per layer and micro-batch: forward, the reduction of attention's and
+    # of the MLP's row-parallel outputs (one of their sum in a parallel block); backward, that of
+    # each branch's input gradient; under full recompute the forward's again. 4 (6) in a sequential
+    # layer, 3 (4) in a parallel block.
+    forward = 2 if model.block == "sequential" else 1
+    tp_comm = layers * (forward + 2 + np.where(rc == 2, forward, 0)) * mb["tp_collective"]
     tp_mb = np.where(tp_ovl, np.maximum(tp_comm - calibration.overlap_efficiency * layers * 3 * mb["gemm"], 0.0), tp_comm)
     # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
     p2p_mb = np.where(pp > 1, 2 * v * mb["send"], 0.0)
