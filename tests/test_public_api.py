@@ -85,7 +85,7 @@ EXAMPLES = {
     "memory.as_model": dict(model="llama-2-7b"),
     "memory.kv_cache_bytes": dict(model="llama-3-8b", context_len=4096, kv_dtype="fp8"),
     "memory.kv_share": dict(model=LLAMA, tp=2),
-    "memory.communication_reserve": dict(tp=8),
+    "memory.communication_reserve": dict(tp=8, gpu="H100"),
     "memory.longest_context_table": dict(model="llama-2-7b", batch_size=2, gpu_names=["H100", "L4"]),
     "memory.quantized_weight_bytes": dict(model=LLAMA, weight_dtype="int4"),
     "models.from_config": dict(config=QWEN3, name="my-qwen"),

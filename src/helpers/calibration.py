@@ -22,7 +22,7 @@ from functools import cache
 import numpy as np
 import pandas as pd
 
-from . import _data, gpus, memory, models, planner, serving, steptime, traffic
+from . import _data, comm, gpus, memory, models, planner, serving, steptime, traffic
 from .flops import flops_per_token
 from .memory import RECOMPUTE
 from .steptime import Calibration, Layout
@@ -280,9 +280,9 @@ def fitted_table() -> pd.DataFrame:
     served.loc[served["parameter"] == "serving/host_seconds", "basis"] = \
         f"NIM closed-loop runs of {HOST_FIT_MODEL} with 2 clients or more and prompts no longer than their outputs " \
         "(loaded_serving_runs.csv): time per token"
-    served.loc[served["parameter"] == "serving/comm_bytes_per_peer", "basis"] = \
+    served.loc[served["parameter"].isin(RESERVE_PARAMETERS), "basis"] = \
         f"TensorRT-LLM 0.9 static batches on {' and '.join(MEMORY_CALIBRATION_GPUS)} (static_batch_runs.csv): " \
-        "peak memory per GPU beyond the model's count, per other GPU of the group"
+        "peak memory per GPU beyond the model's count, fixed and per other GPU of the group, and NVLS's part of each"
     return pd.concat([table, served], ignore_index=True)
 
 
@@ -486,7 +486,7 @@ def serving_entries() -> list[tuple[str, str, float]]:
     ends = (min(float(np.quantile(ratio, BAND_QUANTILES[0])), 1), max(float(np.quantile(ratio, BAND_QUANTILES[1])), 1))
     entries += [("band", f"serving/q{int(q * 100):02d}", v) for q, v in zip(BAND_QUANTILES, ends)]
     entries += [("band", "serving/rows", float(len(ratio)))]
-    return entries + [("parameter", "serving/comm_bytes_per_peer", fit_communication_reserve())]
+    return entries + [("parameter", k, v) for k, v in fit_communication_reserve().items()]
 
 
 #: The GPUs whose static batches the communication reserve is fitted on (:func:`fit_communication_reserve`);
@@ -506,15 +506,26 @@ def static_batch_memory(row: pd.Series) -> float:
     return held.weights + held.kv_cache + whole + memory.RUNTIME_OVERHEAD
 
 
-def fit_communication_reserve() -> float:
-    """Bytes per other GPU of the group (``serving/comm_bytes_per_peer``) that TensorRT-LLM 0.9's
-    static batches on :data:`MEMORY_CALIBRATION_GPUS` used beyond :func:`static_batch_memory` (peak
-    memory per GPU as gptSessionBenchmark reports it), by least squares on tp - 1."""
+#: The parameters of :func:`memory.communication_reserve`, bytes per GPU of a group of two or more:
+#: a fixed part and one per other GPU, and what NVLink SHARP adds to each where the link has it.
+RESERVE_PARAMETERS = ("serving/comm_bytes_fixed", "serving/comm_bytes_per_peer", "serving/nvls_bytes_fixed",
+                      "serving/nvls_bytes_per_peer")
+
+
+def fit_communication_reserve() -> dict[str, float]:
+    """:data:`RESERVE_PARAMETERS` from what TensorRT-LLM 0.9's static batches on
+    :data:`MEMORY_CALIBRATION_GPUS` used beyond :func:`static_batch_memory` (peak memory per GPU as
+    gptSessionBenchmark reports it), by least squares on 1 and tp - 1, each also where the group's
+    link has NVLS (:func:`comm.gpu_link`; the H100's, not the A100's)."""
     table = _data.table("static_batch_runs")
     rows = table[table["gpu"].isin(MEMORY_CALIBRATION_GPUS)]
     counted = np.array([static_batch_memory(r) for _, r in rows.iterrows()])
-    peers, beyond = rows["n_gpus"].to_numpy(dtype=float) - 1, rows["peak_memory_gb"].to_numpy(dtype=float) * 1e9 - counted
-    return float(peers @ beyond / (peers @ peers))
+    n = rows["n_gpus"].to_numpy(dtype=int)
+    nvls = np.array([t > 1 and comm.gpu_link(gpus.get(g), t).has_nvls for g, t in zip(rows["gpu"], n)], dtype=float)
+    group, peers = (n > 1).astype(float), n - 1.0
+    design = np.column_stack([group, peers, group * nvls, peers * nvls])
+    beyond = rows["peak_memory_gb"].to_numpy(dtype=float) * 1e9 - counted
+    return dict(zip(RESERVE_PARAMETERS, np.linalg.lstsq(design, beyond, rcond=None)[0].tolist()))
 
 
 def serving_band() -> tuple[float, float]:

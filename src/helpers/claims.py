@@ -343,7 +343,7 @@ def h100_links() -> Finding:
 def node_100b() -> Finding:
     a100 = gpus.get("A100 80GB")
     train = memory.training(100e9, zero_stage=3, dp=8, recompute="full")
-    serve = memory.inference(100e9, tp=8)
+    serve = memory.inference(100e9, tp=8, gpu=a100)
     needed = next(n for n in range(8, 4096, 8)
                   if memory.fits(memory.training(100e9, zero_stage=3, dp=n, recompute="full"), a100))
     return _found(
@@ -644,7 +644,7 @@ def four_a100() -> Finding:
     a100 = gpus.get("A100 40GB")
     full = select.largest_trainable(a100, 4)
     qlora = max(b for b in range(1, 200) if memory.fits(memory.training(b * 1e9, method="qlora", recompute="full"), a100))
-    serve = max(b for b in range(1, 200) if memory.fits(memory.inference(b * 1e9, tp=4), a100))
+    serve = max(b for b in range(1, 200) if memory.fits(memory.inference(b * 1e9, tp=4, gpu=a100), a100))
     return _found(
         "correct" if full >= 100 else "wrong",
         "4 x 40 GB = 160 GB. Full training (mixed-precision AdamW, ZeRO-3, full recompute) fits up to about {full_b}B "

@@ -121,7 +121,7 @@ def _estimate(m: Model, g: "gpus.GPU", tp: int, weight_dtype: str, batch_size: i
     kv = memory.serving_kv_dtype(weight_dtype)
     intensity = roofline.decode_intensity(m, batch_size, context_len, weight_dtype, kv)
     need = memory.inference(m, weight_dtype=weight_dtype, kv_dtype=kv, batch_size=batch_size,
-                            context_len=context_len, tp=tp)
+                            context_len=context_len, tp=tp, gpu=g)
     return ServingEstimate(tokens_per_s=tokens_per_s, time_per_token=tokens_per_s.map(lambda v: batch_size / v),
                            time_to_first_token=time_to_first_token,
                            bound=roofline.bound(g, compute.compute_dtype(g, weight_dtype), intensity),

@@ -20,7 +20,7 @@ from math import ceil
 import numpy as np
 import pandas as pd
 
-from . import _data, formats, gpus, models
+from . import _data, comm, formats, gpus, models
 from .gpus import GPU
 from .models import Model
 from .units import MiB, argument, check_bool, check_choice, check_dtype, check_list, check_positive, dtype_bytes
@@ -541,26 +541,36 @@ def inference_workspace(model: Model, tokens, sequences, tp: int = 1):
     return tokens * (4 * model.d_model + 2 * model.d_ff / tp) * 2 + sequences * model.vocab_size * 4
 
 
-def communication_reserve(tp: int) -> float:
-    """Bytes per GPU a serving engine keeps for the other ``tp`` - 1 GPUs of its tensor-parallel
-    group: NCCL's buffers, a set per channel and peer (its memory 'linearly tied to the number of
-    channels', NVIDIA/nccl issue 986), and TensorRT-LLM's all-reduce workspace, tp times its size
-    (``AllReduceBuffers``, cpp/tensorrt_llm/runtime/ipcUtils.cpp); at the bytes per peer fitted on
-    TensorRT-LLM 0.9's static batches on A100 and H100 SXM (``serving/comm_bytes_per_peer`` in
-    data/calibration.csv; :func:`calibration.fit_communication_reserve`). 0 on one GPU."""
+def communication_reserve(tp: int, gpu: "GPU | str | None" = None) -> float:
+    """Bytes per GPU a serving engine keeps for its tensor-parallel group of ``tp`` GPUs: NCCL's
+    buffers, a set per channel and peer (its memory 'linearly tied to the number of channels',
+    NVIDIA/nccl issue 986), and TensorRT-LLM's all-reduce workspace, tp times its size
+    (``AllReduceBuffers``, cpp/tensorrt_llm/runtime/ipcUtils.cpp): a fixed part and one per other
+    GPU. Where the group's link has NVLink SHARP (:func:`comm.gpu_link`: H100, H200 and later
+    NVSwitch servers) NCCL's NVLS buffers add to both, the memory frameworks turn NVLS off to save
+    (NeMo-Framework-Launcher PR 127, 'set NCCL_NVLS_ENABLE=0 for memory saving'). The four values
+    are fitted on TensorRT-LLM 0.9's static batches on A100 and H100 SXM
+    (:func:`calibration.fit_communication_reserve`). 0 on one GPU; without ``gpu``, no NVLS."""
     check_positive("tp", tp, integer=True)
-    return 0.0 if tp == 1 else (tp - 1) * _data.calibrated()["serving/comm_bytes_per_peer"]
+    if tp == 1:
+        return 0.0
+    c = _data.calibrated()
+    reserve = c["serving/comm_bytes_fixed"] + (tp - 1) * c["serving/comm_bytes_per_peer"]
+    if gpu is not None and comm.gpu_link(gpus.get(gpu), tp).has_nvls:
+        reserve += c["serving/nvls_bytes_fixed"] + (tp - 1) * c["serving/nvls_bytes_per_peer"]
+    return reserve
 
 
 def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-              batch_size: int = 1, context_len: int = 4096, tp: int = 1) -> MemoryBreakdown:
+              batch_size: int = 1, context_len: int = 4096, tp: int = 1,
+              gpu: "GPU | str | None" = None) -> MemoryBreakdown:
     """Serving memory per GPU for ``batch_size`` sequences of ``context_len`` tokens.
 
     Weights split over tp; KV heads split over tp too (:func:`kv_share`).
     The activation workspace holds one layer's intermediates for a prefill chunk of up to
     :data:`PREFILL_CHUNK_TOKENS` tokens (16-bit, :func:`inference_workspace`) plus one row of fp32
     logits per sequence; the overhead is the CUDA context and, on several GPUs, the buffers for the
-    others (:func:`communication_reserve`).
+    group (:func:`communication_reserve`, larger on a ``gpu`` whose link has NVLS).
     """
     m = as_model(model)
     check_positive("batch_size", batch_size, integer=True)
@@ -571,7 +581,7 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
         weights=quantized_weight_bytes(m, weight_dtype) / tp,
         kv_cache=kv_cache_bytes(m, context_len, kv_dtype) * kv_share(m, tp) * batch_size,
         activations=workspace,
-        overhead=RUNTIME_OVERHEAD + communication_reserve(tp),
+        overhead=RUNTIME_OVERHEAD + communication_reserve(tp, gpu),
     )
 
 
@@ -606,12 +616,12 @@ def _largest(fits_at, limit: int) -> int:
 
 
 def _inference_total(m: Model, *, weight_dtype: str = "bf16", kv_dtype: str = "bf16",
-                     tp: int = 1) -> Callable[[int, int], float]:
+                     tp: int = 1, gpu: GPU | None = None) -> Callable[[int, int], float]:
     """:func:`inference`'s total as a function of the batch size and the context, what depends on
     neither computed once (arguments already checked; the same arithmetic in the same order)."""
     weights = quantized_weight_bytes(m, weight_dtype) / tp
     per_value, share = m.kv_values_per_layer * dtype_bytes(kv_dtype), kv_share(m, tp)
-    overhead = RUNTIME_OVERHEAD + communication_reserve(tp)
+    overhead = RUNTIME_OVERHEAD + communication_reserve(tp, gpu)
 
     def total(batch_size: int, context_len: int) -> float:
         workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
@@ -628,8 +638,8 @@ def max_batch_size(model: "Model | str | float", gpu: GPU, *, context_len: int =
     m, g = as_model(model), gpus.get(gpu)
     check_positive("context_len", context_len, integer=True)
     check_positive("limit", limit, integer=True)
-    inference(m, context_len=context_len, **kwargs)  # checks the other arguments
-    return _max_batch(_inference_total(m, **kwargs), g.reported_memory_bytes, context_len, limit)
+    inference(m, context_len=context_len, gpu=g, **kwargs)  # checks the other arguments
+    return _max_batch(_inference_total(m, gpu=g, **kwargs), g.reported_memory_bytes, context_len, limit)
 
 
 def _max_batch(total: Callable[[int, int], float], capacity: float, context_len: int, limit: int) -> int:
@@ -652,8 +662,8 @@ def max_context_len(model: "Model | str | float", gpu: GPU, *, batch_size: int =
                     **kwargs) -> int:
     """Longest context (tokens per sequence) that fits on ``gpu`` for inference (0 if none)."""
     m, g = as_model(model), gpus.get(gpu)
-    inference(m, batch_size=batch_size, **kwargs)  # checks the other arguments
-    total = _inference_total(m, **kwargs)
+    inference(m, batch_size=batch_size, gpu=g, **kwargs)  # checks the other arguments
+    total = _inference_total(m, gpu=g, **kwargs)
     return _largest(lambda s: total(batch_size, s) <= g.reported_memory_bytes, limit)
 
 

@@ -211,7 +211,7 @@ def _replicas(m: Model, g: GPU, tp: int, prompt_len: int, output_len: int, pairs
     cal = calibration or serving.default_calibration()
     context = prompt_len + -(-output_len // 2)
     held = prompt_len + output_len if reserve_output else context
-    full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp), g.reported_memory_bytes, held,
+    full = [memory._max_batch(memory._inference_total(m, weight_dtype=w, kv_dtype=k, tp=tp, gpu=g), g.reported_memory_bytes, held,
                               max_batch or memory.BATCH_LIMIT) for w, k in pairs]
     tops = [max(f, 2) for f in full]
     weights, kvs = zip(*pairs)

@@ -276,7 +276,7 @@ def static_batch_runs() -> pd.DataFrame:
         predicted = {k: 1000 * float(t["total"].sum()) for k, t in terms.items()}
         floor = {k: 1000 * float(t["roofline"].sum()) for k, t in terms.items()}  # the band stops at the roofline
         published = {"ms per token": row["token_to_token_ms"], "first token (ms)": row["first_token_ms"]}
-        predicted["memory (GB)"] = (calibration.static_batch_memory(row) + memory.communication_reserve(kw["tp"])) / GB
+        predicted["memory (GB)"] = (calibration.static_batch_memory(row) + memory.communication_reserve(kw["tp"], row["gpu"])) / GB
         published["memory (GB)"] = row["peak_memory_gb"]
         rows.append({"id": row["id"], "model": row["model"], "GPU": row["gpu"], "GPUs": kw["tp"],
                      "memory split": "calibration" if row["gpu"] in calibration.MEMORY_CALIBRATION_GPUS else "test",
