@@ -473,7 +473,9 @@ def memory_validation() -> list[str]:
     lines += ["", f"Serving memory against the peak per GPU of {len(static):,} TensorRT-LLM 0.9 static batches "
               "(`validation.static_batch_runs`; the workspace holds the whole batch's prompts, prefilled at once, and keeps "
               "four hidden-size vectors a token whole on every GPU of a tensor-parallel group). Only the communication reserve "
-              f"of a group is fitted ({memory.communication_reserve(2) / 1e9:.2f} GB per other GPU, `memory.communication_reserve`), "
+              "of a group is fitted (`memory.communication_reserve`: a fixed part and one per other GPU, and NCCL's NVLS buffers "
+              f"on top where the link has NVLink SHARP; {memory.communication_reserve(8, 'A100') / 1e9:.2f} GB a GPU on eight "
+              f"A100, {memory.communication_reserve(8, 'H100') / 1e9:.2f} GB on eight H100), "
               f"on the runs on {' and '.join(calibration.MEMORY_CALIBRATION_GPUS)}; the {len(test):,} runs on the other GPUs: "
               f"median abs. error {error.abs().median():.1%} (signed {error.median():+.1%}), "
               f"{(error.abs() <= 0.15).mean():.0%} within 15 %; signed median by tensor-parallel GPUs: " +
