@@ -237,8 +237,8 @@ def test_precision_tp_and_boundaries_reach_activations_workspace_and_fits_by_han
     2 x 11,008 / 2) x 2 bytes (the hidden-size vectors whole on each GPU, the MLP's halves split) plus
     one fp32 row of 32,000 logits, and its overhead the CUDA context and the fitted reserve of the
     group, a fixed part and one per other GPU, each larger where the link has NVLink SHARP (H100 SXM,
-    not A100, L40S or H100 NVL), none on one GPU; a breakdown of exactly the memory the GPU reports fits; a context of
-    2**62 tokens (beyond int64 once multiplied by the layers) is counted in floats."""
+    not A100, L40S or H100 NVL), none on one GPU; a breakdown of exactly the memory the GPU reports
+    fits; a context of 2**62 tokens (beyond int64 once multiplied by the layers) is counted in floats."""
     m = models.get("llama-2-7b")
     lse = 4 * m.n_heads * 2 * 1024
     bf16 = memory.activations_per_layer(m, 2, 1024)

@@ -37,10 +37,11 @@ BOUNDS = {"gemm": (0.3, 1.0), "elementwise_passes": (0.0, 12.0), "overlap_effici
 
 def run_model(row: pd.Series) -> models.Model:
     """The preset named in the row, or a GPT shape with the row's layers, width, heads, key-value
-    heads, MLP (width and kind), block (:data:`models.BLOCKS`), vocabulary and, for a mixture of experts, its experts (``n_experts``,
-    ``experts_per_token``, ``moe_d_ff``, ``n_shared_experts`` of that width, and ``n_active_params``);
-    where the row does not say, heads of 128, as many key-value heads as heads, a GELU MLP 4 x d_model
-    wide, a sequential block, a 50,257-token vocabulary and no experts."""
+    heads, MLP (width and kind), block (:data:`models.BLOCKS`), vocabulary and, for a mixture of
+    experts, its experts (``n_experts``, ``experts_per_token``, ``moe_d_ff``, ``n_shared_experts`` of
+    that width, and ``n_active_params``); where the row does not say, heads of 128, as many
+    key-value heads as heads, a GELU MLP 4 x d_model wide, a sequential block, a 50,257-token
+    vocabulary and no experts."""
     if isinstance(row.get("model"), str):
         return models.get(row["model"])
     d = int(row["d_model"])
