@@ -1,6 +1,8 @@
 """The serving step model: each term against a hand calculation, its physics as properties, and
 its published figures (out-of-sample errors are in test_compute)."""
 
+from dataclasses import replace
+
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -129,6 +131,19 @@ def test_tensor_parallel_all_reduces_are_latency_bound_at_batch_1():
     t = serving.tensor_parallel_time("llama-2-70b", "A100 80GB", 8, 1).expected
     assert t == pytest.approx(160 * comm.allreduce_time(8192 * 2, 8, "nvlink3").expected)
     assert serving.tensor_parallel_time("llama-2-70b", "A100 80GB", 1, 1).expected == 0
+
+
+def test_a_parallel_block_all_reduces_once_a_layer():
+    """TensorRT-LLM's GPT-J and Falcon layers (and vLLM's Falcon) sum attention's and the MLP's
+    outputs before one all-reduce: Falcon 40B's 60 layers over 8 H100 pay 60 where the same shape
+    in sequence would pay 120; the decoding step's term follows."""
+    falcon = models.get("falcon-40b")
+    one = comm.allreduce_time(falcon.d_model * 2, 8, comm.gpu_link("H100", 8)).expected
+    assert serving.tensor_parallel_time(falcon, "H100", 8, 1).expected == pytest.approx(60 * one)
+    sequential = replace(falcon, block="sequential")
+    assert serving.tensor_parallel_time(sequential, "H100", 8, 1).expected == pytest.approx(120 * one)
+    step = serving.decode_seconds(falcon, "H100", batch_size=1, tp=8)["tensor_parallel"]
+    assert step == pytest.approx(serving.decode_seconds(sequential, "H100", batch_size=1, tp=8)["tensor_parallel"] / 2)
 
 
 def test_a_static_batch_is_one_prefill_then_a_step_per_further_token():

@@ -115,6 +115,13 @@ class Model:
         return {"sequential": (2, 2), "parallel": (1, 1), "parallel two-norm": (1, 2)}[self.block]
 
     @property
+    def reductions_per_layer(self) -> int:
+        """All-reduces of a tensor-parallel layer's forward pass: of attention's and of the MLP's
+        row-parallel outputs (2), or, in a parallel block, of their sum (1: GPT-NeoX's training
+        layer, TensorRT-LLM's GPT-J and Falcon layers, vLLM's Falcon)."""
+        return 2 if self.block == "sequential" else 1
+
+    @property
     def kv_dim(self) -> int:
         """Width of the K (or V) projection: n_kv_heads * head_dim (smaller than d_model under GQA)."""
         return self.n_kv_heads * self.head_dim

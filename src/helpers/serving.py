@@ -24,7 +24,8 @@ A step on each GPU of a tensor-parallel group of ``tp`` GPUs takes, in seconds:
   small kernels (about ten kernels a layer at a few microseconds each; NVIDIA, 'Getting Started
   with CUDA Graphs', 2019).
 - **tensor_parallel**: two all-reduces per layer of the step's 16-bit activations (Shoeybi et al.
-  2019, arXiv:1909.08053, Sec. 3), latency plus bandwidth at the real message size
+  2019, arXiv:1909.08053, Sec. 3), one where a parallel block sums attention's and the MLP's
+  outputs first (GPT-J, Falcon), latency plus bandwidth at the real message size
   (:func:`comm.allreduce_time`), not hidden behind compute.
 
 Under grouped-query attention a decoding kernel that shares each KV head across its group of
@@ -259,12 +260,13 @@ def weight_share_read(model: Model, tokens: int) -> float:
 def tensor_parallel_time(model: "Model | str | float", gpu: "GPU | str", tp: int, tokens: int) -> Estimate:
     """Seconds of tensor-parallel communication for one forward pass over ``tokens`` tokens: two
     all-reduces of the 16-bit activations per layer (Shoeybi et al. 2019, arXiv:1909.08053, Sec. 3),
-    over the GPUs' NVLink domain or else PCIe (:func:`comm.gpu_link`); 0 on one GPU."""
+    one in a parallel block (:attr:`models.Model.reductions_per_layer`), over the GPUs' NVLink
+    domain or else PCIe (:func:`comm.gpu_link`); 0 on one GPU."""
     m = as_model(model)
     check_split(m, tp, replicate_kv=True, name="tp")
     check_positive("tokens", tokens)
     message = check_result(tokens * m.d_model * ACTIVATION_BYTES, tokens=tokens)
-    return comm.allreduce_time(message, tp, comm.gpu_link(gpu, tp)) * (2 * m.n_layers)
+    return comm.allreduce_time(message, tp, comm.gpu_link(gpu, tp)) * (m.reductions_per_layer * m.n_layers)
 
 
 def _checked(model, gpu, tp, weight_dtype, kv_dtype) -> tuple[Model, GPU]:
@@ -293,7 +295,7 @@ def _tp_seconds(m: Model, g: GPU, tp: int, tokens) -> np.ndarray:
     if tp == 1:
         return np.zeros(np.shape(tokens))
     message = np.asarray(tokens, dtype=float) * m.d_model * ACTIVATION_BYTES
-    return 2 * m.n_layers * comm.allreduce_expected(message, tp, comm.gpu_link(g, tp))
+    return m.reductions_per_layer * m.n_layers * comm.allreduce_expected(message, tp, comm.gpu_link(g, tp))
 
 
 def _steps(m: Model, g: GPU, tp: int, batch_size, weight_dtype: "str | tuple[str, ...]",

@@ -677,7 +677,7 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     # of the MLP's row-parallel outputs (one of their sum in a parallel block); backward, that of
     # each branch's input gradient; under full recompute the forward's again. 4 (6) in a sequential
     # layer, 3 (4) in a parallel block.
-    forward = 2 if model.block == "sequential" else 1
+    forward = model.reductions_per_layer
     tp_comm = layers * (forward + 2 + np.where(rc == 2, forward, 0)) * mb["tp_collective"]
     tp_mb = np.where(tp_ovl, np.maximum(tp_comm - calibration.overlap_efficiency * layers * 3 * mb["gemm"], 0.0), tp_comm)
     # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
