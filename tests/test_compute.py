@@ -86,7 +86,9 @@ def test_training_time_band_orders_and_scales():
     t = compute.training_time("llama-2-7b", 1e12, "H100", 8)
     assert t.low < t.expected < t.high
     t16 = compute.training_time("llama-2-7b", 1e12, "H100", 16)
-    assert t.expected / 2 < t16.expected < t.expected / 1.8  # twice the GPUs, a little communication more
+    # twice the GPUs: a little communication more, or at most 1 % better than twice as fast (ZeRO-3's
+    # sharding makes room for a micro-batch twice as large, whose weight gradients run nearer the peak)
+    assert t.expected / 2 * 0.99 < t16.expected < t.expected / 1.8
     with pytest.raises(ValueError, match="no 'bf16' rate"):
         compute.training_time("llama-2-7b", 1e12, "V100", 8, dtype="bf16")
     v100 = compute.training_time("llama-2-7b", 1e12, "V100", 8)  # no dtype: fp16 where bf16 is missing

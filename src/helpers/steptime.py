@@ -6,7 +6,8 @@ each run ``micro_batches`` micro-batches (1F1B, optionally interleaved into ``vp
 stage); data parallelism (``dp``) replicates the rest and averages gradients, with ZeRO/FSDP
 sharding (``zero_stage``). The terms, in seconds per step on the critical path:
 
-- **compute**: matrix products at a calibrated fraction of the dense peak, each no faster than
+- **compute**: matrix products at a calibrated fraction of the dense peak, less a fixed cost per
+  output tile that weighs on short inner dimensions (:data:`GEMM_PROLOGUE_K`), each no faster than
   its own memory traffic (a per-GEMM roofline, Williams et al. 2009), a mixture of experts' routed
   experts as grouped products that read the weights of every expert the GPU holds (n_experts / ep)
   however few tokens each receives; causal FlashAttention
@@ -97,6 +98,14 @@ ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 0.5, "triton": 1 / 1.4}
 #: successors, AMD's through ROCm's port): Turing runs FlashAttention 1, Volta the memory-efficient
 #: kernel of xformers (PyTorch's SDPA "efficient" backend), which Dao 2023 places with FlashAttention 1.
 FLASH1_ARCHITECTURES = ("Volta", "Turing")
+#: Fixed cost of a matrix product per output tile, in units of its inner dimension k: a product
+#: runs at k / (k + GEMM_PROLOGUE_K) of the rate it reaches at large k (filling the tile's
+#: pipeline and writing it back; Kerr et al. 2017, 'CUTLASS: Fast Linear Algebra in CUDA C++').
+#: Fitted on XLA's measured H100 products of at least 2^25 outputs (``data/gemm_runs.csv``:
+#: 464-620 TFLOP/s at k = 256-512, 763-809 at 2048-4096; a test refits it) and taken for every
+#: GPU. In training the inner dimension is d_in forward, d_out / tp for the input gradient and the
+#: tokens for the weight gradient.
+GEMM_PROLOGUE_K = 200
 #: PyTorch DDP's and Megatron's gradient bucket (``bucket_cap_mb=25``; Li et al. 2020, arXiv:2006.15704).
 BUCKET_BYTES = 25 * 2**20
 #: Steps shorter than this (seconds, as the model predicts them) are where it is known to be too fast:
@@ -539,19 +548,27 @@ def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, e
     bw, lin_rate, attn_rate, elem, servers = r["bw"], r["lin_rate"], r["attn_rate"], r["elem"], r["gpus_per_server"]
     tokens = b * s / cp  # per micro-batch, the GPU's share of the sequence
 
-    # Matrix products of one layer, forward: each no faster than its own traffic.
-    def product(rows, d_in, d_out, matrices=1):  # ``rows`` tokens through ``matrices`` copies of one shape
+    # Matrix products of one layer: each no faster than its own traffic, and one whose inner
+    # dimension is k at k / (k + GEMM_PROLOGUE_K) of the rate.
+    def product(rows, d_in, d_out, matrices=1, inner=None):  # ``rows`` tokens through ``matrices`` copies of one shape
         split_out = d_out / tp  # column- or row-parallel: either way each GPU holds 1/tp of the matrix
         traffic = elem * (rows * d_in + matrices * d_in * split_out + rows * split_out)
-        return np.maximum(2 * rows * d_in * split_out / lin_rate, traffic / bw)
-    gemm = 0.0
+        prologue = 1 + GEMM_PROLOGUE_K / (d_in if inner is None else inner)
+        return np.maximum(2 * rows * d_in * split_out / lin_rate * prologue, traffic / bw)
+
+    def trained(rows, d_in, d_out, matrices=1):  # forward (inner d_in), input gradient (d_out / tp), weight gradient (the tokens)
+        return (product(rows, d_in, d_out, matrices) + product(rows, d_in, d_out, matrices, d_out / tp) +
+                product(rows, d_in, d_out, matrices, np.maximum(rows / matrices, 1)))
+    gemm = gemm_train = 0.0
     for d_in, d_out, per_layer in _linear_shapes(model):
         gemm = gemm + per_layer * product(tokens, d_in, d_out)
+        gemm_train = gemm_train + per_layer * trained(tokens, d_in, d_out)
     # Routed experts (grouped GEMMs): the GPU's tokens, top-k each, spread over the n_experts / ep
     # experts it holds, whose weights it reads whole however few tokens each receives.
     for d_in, d_out in model.routed_expert_shapes:
-        gemm = gemm + model.n_moe_layers / L * product(tokens * model.experts_per_token, d_in, d_out,
-                                                       model.n_experts / ep)
+        routed, share = tokens * model.experts_per_token, model.n_moe_layers / L
+        gemm = gemm + share * product(routed, d_in, d_out, model.n_experts / ep)
+        gemm_train = gemm_train + share * trained(routed, d_in, d_out, model.n_experts / ep)
     # Score and weighting matmuls, forward, per layer: 2*b*s^2*d causal (4 unfused, the whole
     # matrix), in the share of the s^2/2 causal pairs that sliding windows leave; context
     # parallelism gives each GPU 1/cp of the pairs (load-balanced chunks).
@@ -570,8 +587,10 @@ def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, e
     if np.any(r["fp8"]):  # each GEMM input is cast to fp8: read 2 bytes, write 1 (qkv, proj, fc1 and fc2 inputs)
         elementwise = elementwise + np.where(r["fp8"], FP8_CAST_BYTES * tokens * (3 * d + model.d_ff) / tp / bw, 0.0)
     # Logits on the last stage: the output projection, and the loss streaming the fp32 logits (Korthikanti Eq. 6).
-    head = 3 * (np.maximum(2 * tokens * d * V / tp / lin_rate, elem * d * V / tp / bw) +
-                calibration.elementwise_passes * memory.logit_activation_bytes(model, b, s / cp, tp) / bw)
+    # Its three products (inner dimensions d, V / tp and the tokens) each read the weights at least.
+    logits = sum(np.maximum(2 * tokens * d * V / tp / lin_rate * (1 + GEMM_PROLOGUE_K / inner), elem * d * V / tp / bw)
+                 for inner in (d, V / tp, tokens))
+    head = logits + 3 * calibration.elementwise_passes * memory.logit_activation_bytes(model, b, s / cp, tp) / bw
 
     fabric = r["fabric"]
     tp_bw, tp_latency = _group_link(fabric, np.minimum(tp, servers), tp)
@@ -597,8 +616,8 @@ def _micro_batch(model: Model, calibration: Calibration, r: dict, *, tp, b, s, e
         kv = 2 * tokens * model.kv_dim / tp * 2  # keys and values, 16-bit
         cp_fwd = (cp - 1) * np.maximum(comm.alpha_beta(1, cp_latency, kv, cp_bw) - attn_fwd / cp, 0.0)
         cp_bwd = (cp - 1) * np.maximum(comm.alpha_beta(1, cp_latency, 2 * kv, cp_bw) - attn_bwd / cp, 0.0)
-    return {"gemm": gemm, "layer_fwd": gemm + attn_fwd + elementwise,
-            "layer_train": 3 * gemm + attn_fwd + attn_bwd + 3 * elementwise,
+    return {"gemm_train": gemm_train, "layer_fwd": gemm + attn_fwd + elementwise,
+            "layer_train": gemm_train + attn_fwd + attn_bwd + 3 * elementwise,
             "selective": np.where(flash, 0.0, attn_fwd + scores / bw), "head": head,
             "tp_collective": _collective(2 * (tp - 1) / tp, 2 * (tp - 1), activation_bytes, tp_bw, tp_latency),
             "send": send, "all_to_all": a2a, "cp_fwd": cp_fwd, "cp_bwd": cp_bwd}
@@ -679,7 +698,7 @@ def terms(model: Model, gpu: "GPU | dict", *, tp, pp, dp, micro_batch, global_ba
     # layer, 3 (4) in a parallel block.
     forward = model.reductions_per_layer
     tp_comm = layers * (forward + 2 + np.where(rc == 2, forward, 0)) * mb["tp_collective"]
-    tp_mb = np.where(tp_ovl, np.maximum(tp_comm - calibration.overlap_efficiency * layers * 3 * mb["gemm"], 0.0), tp_comm)
+    tp_mb = np.where(tp_ovl, np.maximum(tp_comm - calibration.overlap_efficiency * layers * mb["gemm_train"], 0.0), tp_comm)
     # Pipeline: sends to the next stage (and gradients back), vpp of each per micro-batch.
     p2p_mb = np.where(pp > 1, 2 * v * mb["send"], 0.0)
     # Expert parallelism: each MoE layer sends every token of the GPU's share to its top-k experts'
