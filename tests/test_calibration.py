@@ -335,3 +335,18 @@ def test_same_layout_ratio_divides_the_published_throughputs_of_matching_runs():
     with pytest.raises(ValueError, match="gpu='B300-HGX-288GB'"):  # no Llama run on a B300
         validation.same_layout_ratio("megatron-bridge-llama", "B300-HGX-288GB", "B200-HGX-192GB")
     assert validation.same_layout_ratio("megatron-bridge-llama", "H100-SXM5-80GB", "B200-HGX-192GB").empty
+
+
+def test_no_run_gives_a_fused_kernel_heads_wider_than_it_takes():
+    """FlashAttention 1 ran heads up to 128 wide, so BloombergGPT's 192-wide heads ran unfused in its
+    run of early 2023; a row that claimed the kernel for them is refused, naming the row."""
+    rows = _data.table("training_runs").set_index("id", drop=False)
+    bbg = rows.loc["M114"]
+    assert calibration.run_model(bbg).head_dim == 192 and not bbg["flash_attention"]
+    assert calibration.layout_row(bbg)["flags"]["flash_attention"] is False
+    claimed = bbg.copy()
+    claimed["flash_attention"], claimed["attention_kernel"] = True, "flash1"
+    with pytest.raises(ValueError, match="M114: flash1 runs heads up to 128 wide, not 192"):
+        calibration.layout_row(claimed)
+    claimed["attention_kernel"] = "flash2"  # FlashAttention-2 takes them
+    assert calibration.layout_row(claimed)["flags"]["attention_kernel"] == "flash2"

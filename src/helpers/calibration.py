@@ -115,7 +115,7 @@ def layout_row(row: pd.Series) -> dict:
     return {"id": row["id"], "run": row["run"], "family": row["family"], "split": row["split"],
             "GPU": row["gpu"], "dtype": row["dtype"], "GPUs": int(row["tp"] * row["pp"] * row["dp"] * _degree(row, "cp")),
             "model": m, "seq_len": int(row["seq_len"]), "candidates": candidates(row, m.n_layers),
-            "flags": {**{k: bool(row[k]) for k in FLAGS}, "attention_kernel": _attention_kernel(row),
+            "flags": {**{k: bool(row[k]) for k in FLAGS}, "attention_kernel": _attention_kernel(row, m),
                       "grad_bytes": None if pd.isna(row.get("grad_bytes")) else int(row["grad_bytes"])},
             "network": run_network(row), "source": row["source"]}
 
@@ -125,9 +125,16 @@ def _degree(row: pd.Series, name: str) -> int:
     return 1 if pd.isna(row.get(name)) else int(row[name])
 
 
-def _attention_kernel(row: pd.Series) -> str:
-    """The fused attention kernel the row names (``attention_kernel``), else FlashAttention-2's."""
-    return row["attention_kernel"] if isinstance(row.get("attention_kernel"), str) else "flash2"
+def _attention_kernel(row: pd.Series, model: models.Model) -> str:
+    """The fused attention kernel the row names (``attention_kernel``), else FlashAttention-2's;
+    a ``ValueError`` where the row runs it on heads wider than it takes
+    (:data:`steptime.ATTENTION_MAX_HEAD_DIM`)."""
+    kernel = row["attention_kernel"] if isinstance(row.get("attention_kernel"), str) else "flash2"
+    widest = steptime.ATTENTION_MAX_HEAD_DIM[kernel]
+    if row["flash_attention"] and model.head_dim > widest:
+        raise ValueError(f"row {row['id']}: {kernel} runs heads up to {widest} wide, not {model.head_dim}; "
+                         "set flash_attention false")
+    return kernel
 
 
 def run_network(row: pd.Series) -> steptime.Network:

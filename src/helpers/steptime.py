@@ -93,6 +93,11 @@ DROPOUT_SCORE_BYTES = 5
 #: from before July 2023) and "around 1.3-1.5x faster than FlashAttention in Triton" ("triton",
 #: taken as 1.4x).
 ATTENTION_KERNELS = {"flash2": 1.0, "flash1": 0.5, "triton": 1 / 1.4}
+#: The widest head each fused kernel runs: FlashAttention 1 "head_size <= 128" (Dao-AILab/
+#: flash-attention v1, csrc/flash_attn/fmha_api.cpp), its Triton version "only support head
+#: dimensions up to 128" (flash_attn/flash_attn_triton.py), FlashAttention-2 "at most 256"
+#: (csrc/flash_attn/flash_api.cpp). Wider heads ran unfused.
+ATTENTION_MAX_HEAD_DIM = {"flash2": 256, "flash1": 128, "triton": 128}
 #: Architectures without FlashAttention-2 ("Ampere, Ada, or Hopper GPUs ... please use FlashAttention
 #: 1.x for Turing GPUs", Dao-AILab/flash-attention README; later architectures run it or its
 #: successors, AMD's through ROCm's port): Turing runs FlashAttention 1, Volta the memory-efficient
