@@ -172,9 +172,10 @@ def test_the_verdicts_rest_on_the_package_figures():
 
 
 def test_the_precision_verdict_names_every_family_that_trained_in_fp16():
-    """The fp16 runs of the validation data are GPT-3's (as PaLM estimated it), Megatron-LM 2021's, OPT's
-    and Pythia's: the sentence names each, so a new fp16 family makes it say so."""
+    """The fp16 runs of the validation data are GPT-3's (as PaLM estimated it), Megatron-LM 2021's,
+    GPT-NeoX-20B's, OPT's and Pythia's: the sentence names each, so a new fp16 family makes it say so."""
     runs = _data.table("training_runs")
-    assert set(runs.loc[runs["dtype"] == "fp16", "family"]) == {"palm-estimates", "narayanan-2021", "opt", "pythia"}
+    assert set(runs.loc[runs["dtype"] == "fp16", "family"]) == {"palm-estimates", "narayanan-2021", "gpt-neox", "opt",
+                                                                  "pythia"}
     sentence = claims.finding("fp16-tf32-key").sentence
-    assert all(name in sentence for name in ("GPT-3", "Megatron-LM", "OPT-175B", "Pythia"))
+    assert all(name in sentence for name in ("GPT-3", "Megatron-LM", "GPT-NeoX-20B", "OPT-175B", "Pythia"))

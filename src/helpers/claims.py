@@ -281,7 +281,7 @@ def key_precisions() -> Finding:
         "roughly right" if outdated else "correct",
         "Published large-model runs in this book's validation data: {listed}; {tf32_runs} in TF32. BF16 (same range as "
         "FP32, no loss scaling) is the default on A100/H100, FP8 on H100 and later; FP16, with loss scaling, appears "
-        "in runs on older stacks: GPT-3 and Megatron-LM (2020-21), OPT-175B (2022) and GPT-NeoX's Pythia suite (2023).",
+        "in runs on older stacks: GPT-3 and Megatron-LM (2020-21), GPT-NeoX-20B and OPT-175B (2022) and GPT-NeoX's Pythia suite (2023).",
         "outdated" if outdated else "",
         listed=", ".join(f"{n} {d}" for d, n in counts.items()), tf32_runs=counts.get("tf32", 0) or "none")
 
