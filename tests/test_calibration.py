@@ -2,6 +2,7 @@
 
 import io
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -350,3 +351,12 @@ def test_no_run_gives_a_fused_kernel_heads_wider_than_it_takes():
         calibration.layout_row(claimed)
     claimed["attention_kernel"] = "flash2"  # FlashAttention-2 takes them
     assert calibration.layout_row(claimed)["flags"]["attention_kernel"] == "flash2"
+
+
+def test_the_formula_sheet_states_the_kernels_widest_heads():
+    """book/formulas.md types each fused kernel's widest head; they are steptime.ATTENTION_MAX_HEAD_DIM's."""
+    sheet = (Path(__file__).resolve().parents[1] / "book" / "formulas.md").read_text(encoding="utf-8")
+    widest = steptime.ATTENTION_MAX_HEAD_DIM
+    assert widest["flash1"] == widest["triton"]
+    assert (f"{widest['flash1']} for FlashAttention 1 and its Triton version, {widest['flash2']} for FlashAttention-2"
+            in sheet)
