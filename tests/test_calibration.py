@@ -360,3 +360,14 @@ def test_the_formula_sheet_states_the_kernels_widest_heads():
     assert widest["flash1"] == widest["triton"]
     assert (f"{widest['flash1']} for FlashAttention 1 and its Triton version, {widest['flash2']} for FlashAttention-2"
             in sheet)
+
+
+def test_the_peer_estimates_cover_every_training_run():
+    """benchmarks/peer_llm_analysis.csv holds llm-analysis's answer (or why it has none) for every row
+    of training_runs.csv in both settings: a row added without rerunning the peer script would read
+    as 'cannot model' in benchmarks/results.md."""
+    root = Path(__file__).resolve().parents[1]
+    peer = pd.read_csv(root / "benchmarks" / "peer_llm_analysis.csv")
+    runs = set(_data.table("training_runs")["id"])
+    for setting in ("defaults", "tuned"):
+        assert set(peer.loc[peer["setting"] == setting, "id"]) == runs, f"rerun benchmarks/peer_llm_analysis.py ({setting})"
