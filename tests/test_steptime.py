@@ -1,6 +1,7 @@
 """Each term of the step model against a hand calculation or a published formula."""
 
 from dataclasses import replace
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -602,3 +603,9 @@ def test_the_planner_splits_only_long_sequences_over_gpus():
     assert p.layout.cp > 1 and p.fits and p.layout.n_gpus == 256
     alone = steptime.step_time("llama-2-70b", "H100", p.layout)
     assert alone.total == pytest.approx(p.step.total, rel=1e-9)
+
+
+def test_the_formula_sheet_states_the_tile_prologue():
+    """book/formulas.md types k/(k + k0) with the value of steptime.GEMM_PROLOGUE_K."""
+    sheet = (Path(__file__).resolve().parents[1] / "book" / "formulas.md").read_text(encoding="utf-8")
+    assert f"k/(k+{steptime.GEMM_PROLOGUE_K})$" in sheet

@@ -508,10 +508,10 @@ def static_batch_memory(row: pd.Series) -> float:
     full context, but with a workspace for the whole batch's prompts, which a static batch prefills
     at once, rather than one chunk, and without the communication reserve."""
     m, batch, tp = models.get(row["model"]), int(row["batch_size"]), int(row["n_gpus"])
-    held = memory.inference(m, context_len=int(row["prompt_len"]) + int(row["output_len"]), tp=tp, batch_size=batch,
-                            weight_dtype=row["weight_dtype"], kv_dtype=row["kv_dtype"])
+    weights, kv = memory._served_states(m, row["weight_dtype"], row["kv_dtype"], batch,
+                                       int(row["prompt_len"]) + int(row["output_len"]), tp)
     whole = memory.inference_workspace(m, batch * int(row["prompt_len"]), batch, tp)
-    return held.weights + held.kv_cache + whole + memory.RUNTIME_OVERHEAD
+    return weights + kv + whole + memory.RUNTIME_OVERHEAD
 
 
 #: The parameters of :func:`memory.communication_reserve`, bytes per GPU of a group of two or more:

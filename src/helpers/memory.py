@@ -577,12 +577,18 @@ def inference(model: "Model | str | float", *, weight_dtype: str = "bf16", kv_dt
     check_positive("context_len", context_len, integer=True)
     check_split(m, tp, replicate_kv=True)
     workspace = inference_workspace(m, min(batch_size * context_len, PREFILL_CHUNK_TOKENS), batch_size, tp)
-    return MemoryBreakdown(
-        weights=quantized_weight_bytes(m, weight_dtype) / tp,
-        kv_cache=kv_cache_bytes(m, context_len, kv_dtype) * kv_share(m, tp) * batch_size,
-        activations=workspace,
-        overhead=RUNTIME_OVERHEAD + communication_reserve(tp, gpu),
-    )
+    weights, kv = _served_states(m, weight_dtype, kv_dtype, batch_size, context_len, tp)
+    return MemoryBreakdown(weights=weights, kv_cache=kv, activations=workspace,
+                           overhead=RUNTIME_OVERHEAD + communication_reserve(tp, gpu))
+
+
+def _served_states(m: Model, weight_dtype: str, kv_dtype: str, batch_size: int, context_len: int,
+                  tp: int) -> tuple[float, float]:
+    """The weight and KV-cache bytes per GPU of :func:`inference` (arguments already checked): what
+    neither the workspace nor the fitted communication reserve touches, so that the reserve's fit
+    (:func:`calibration.fit_communication_reserve`) can count them before any reserve is fitted."""
+    return (quantized_weight_bytes(m, weight_dtype) / tp,
+            kv_cache_bytes(m, context_len, kv_dtype) * kv_share(m, tp) * batch_size)
 
 
 def _check_breakdown(breakdown: object) -> MemoryBreakdown:
